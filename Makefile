@@ -1,0 +1,30 @@
+# The README's two commands are `make run` and `make test`; everything else is optional.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
+	scripts/run.sh
+
+test: $(VENV)/.installed-dev
+	scripts/test.sh $(ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf var .pytest_cache

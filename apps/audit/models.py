@@ -1,0 +1,58 @@
+"""Append-only audit events and the invocation log."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class AuditEvent(models.Model):
+    """Who changed what, when and why. Written inside the transaction of the change."""
+
+    tenant = models.ForeignKey(
+        "tenancy.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    actor = models.CharField(max_length=200)
+    action = models.CharField(max_length=100, db_index=True)
+    target_type = models.CharField(max_length=100)
+    target_id = models.CharField(max_length=100)
+    note = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target_type}:{self.target_id} by {self.actor}"
+
+
+class Invocation(models.Model):
+    """One call through the invoke pipeline, whatever its outcome."""
+
+    tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+")
+    agent = models.ForeignKey("tenancy.Agent", on_delete=models.PROTECT, related_name="+")
+    task_id = models.CharField(max_length=200)
+    call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200)
+    version_number = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=20)
+    kind = models.CharField(max_length=30, blank=True)
+    latency_ms = models.FloatField()
+    args_chars = models.PositiveIntegerField(default=0)
+    result_chars = models.PositiveIntegerField(default=0)
+    execution_id = models.UUIDField(null=True, blank=True)
+    dry_run = models.BooleanField(default=False)
+    envelope = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="invocation_tenant_recent"),
+            models.Index(fields=["tool_name", "-created_at"], name="invocation_tool_recent"),
+            models.Index(fields=["status", "kind", "-created_at"], name="invocation_outcome"),
+            models.Index(fields=["tenant", "task_id"], name="invocation_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.status}{'/' + self.kind if self.kind else ''}"

@@ -1,0 +1,208 @@
+"""Pure checks of a tool version's declarative parts, run on every save.
+
+A curator's mistake must surface as a clear message on the version page, never as a
+crash in the invoke path. Each part has a small JSON Schema of its own; the `parameters`
+schema must itself be valid Draft 2020-12.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+NORMALIZER_OPS = ("trim", "lower", "upper", "date", "volatile")
+BINDING_POLICIES = ("must_match", "overwrite")
+# Rules the arguments alone can satisfy answer invalid_args; the others business_rule.
+ARGUMENT_RULES = ("date_order", "max_span")
+STATE_RULES = ("task_budget", "daily_quota", "requires_earlier_call", "custom")
+RULE_TYPES = ARGUMENT_RULES + STATE_RULES
+
+_NORMALIZERS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "array",
+        "items": {"enum": list(NORMALIZER_OPS)},
+        "uniqueItems": True,
+    },
+}
+_BINDINGS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": {
+        "type": "object",
+        "properties": {
+            "source": {"type": "string", "pattern": r"^session\.(subject|attributes\.[A-Za-z0-9_]+)$"},
+            "policy": {"enum": list(BINDING_POLICIES)},
+        },
+        "required": ["source", "policy"],
+        "additionalProperties": False,
+    },
+}
+_HINT = {"type": "string", "minLength": 1}
+_RULE_SCHEMAS: dict[str, dict[str, Any]] = {
+    "date_order": {
+        "properties": {"start": {"type": "string"}, "end": {"type": "string"}, "hint": _HINT},
+        "required": ["start", "end"],
+    },
+    "max_span": {
+        "properties": {
+            "start": {"type": "string"}, "end": {"type": "string"},
+            "max_days": {"type": "integer", "minimum": 1}, "hint": _HINT,
+        },
+        "required": ["start", "end", "max_days"],
+    },
+    "task_budget": {
+        "properties": {"max_calls": {"type": "integer", "minimum": 1}, "hint": _HINT},
+        "required": ["max_calls"],
+    },
+    "daily_quota": {
+        "properties": {"max_calls": {"type": "integer", "minimum": 1}, "hint": _HINT},
+        "required": ["max_calls"],
+    },
+    "requires_earlier_call": {
+        "properties": {"tool": {"type": "string"}, "hint": _HINT},
+        "required": ["tool"],
+    },
+    "custom": {
+        "properties": {"callable": {"type": "string"}, "hint": _HINT},
+        "required": ["callable"],
+    },
+}
+_RULES_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"enum": list(RULE_TYPES)}},
+        "allOf": [
+            {
+                "if": {"properties": {"type": {"const": name}}},
+                "then": {
+                    **schema,
+                    "properties": {"type": {}, **schema["properties"]},
+                    "additionalProperties": False,
+                },
+            }
+            for name, schema in _RULE_SCHEMAS.items()
+        ],
+    },
+}
+_EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
+    "python": {
+        "type": "object",
+        "properties": {"callable": {"type": "string", "minLength": 1},
+                       "reconcile": {"type": "string", "minLength": 1}},
+        "required": ["callable"],
+        "additionalProperties": False,
+    },
+    "http": {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "pattern": "^https?://"},
+            "url_setting": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+            "path": {"type": "string"},
+            "status_path": {"type": "string"},
+            "secret_ref": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+        },
+        "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}],
+        "additionalProperties": False,
+    },
+}
+_APPROVAL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "always": {"type": "boolean"},
+        "field": {"type": "string"},
+        "above": {"type": "number"},
+        "expires_s": {"type": "integer", "minimum": 60},
+    },
+    "dependentRequired": {"field": ["above"], "above": ["field"]},
+    "additionalProperties": False,
+}
+
+_META_VALIDATORS = {
+    name: Draft202012Validator(schema)
+    for name, schema in {
+        "normalizers": _NORMALIZERS_SCHEMA,
+        "context_bindings": _BINDINGS_SCHEMA,
+        "rules": _RULES_SCHEMA,
+        "approval": _APPROVAL_SCHEMA,
+        **{f"executor_config:{kind}": schema for kind, schema in _EXECUTOR_SCHEMAS.items()},
+    }.items()
+}
+
+
+def _problems(validator_name: str, value: Any) -> list[str]:
+    validator = _META_VALIDATORS[validator_name]
+    return [
+        f"{'/' + '/'.join(str(p) for p in e.absolute_path) if e.absolute_path else '(top)'}: "
+        f"{e.message}"
+        for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    ]
+
+
+def check_parameters_schema(parameters: Any) -> list[str]:
+    """Problems with a parameters schema: it must be a valid Draft 2020-12 object schema."""
+    if not isinstance(parameters, dict):
+        return ["The parameters schema must be a JSON object."]
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        return [f"Not a valid JSON Schema (Draft 2020-12) at {where}: {exc.message}"]
+    if parameters.get("type") != "object":
+        return ['The parameters schema must have "type": "object" at the top.']
+    return []
+
+
+def validate_definition(
+    *,
+    parameters: Any,
+    normalizers: Any,
+    context_bindings: Any,
+    rules: Any,
+    executor: str,
+    executor_config: Any,
+    approval: Any,
+) -> dict[str, list[str]]:
+    """Every problem of a version's definition, keyed by model field; empty when sound."""
+    errors: dict[str, list[str]] = {}
+    if problems := check_parameters_schema(parameters):
+        errors["parameters"] = problems
+    for field, value in (
+        ("normalizers", normalizers),
+        ("context_bindings", context_bindings),
+        ("rules", rules),
+        ("approval", approval),
+    ):
+        if problems := _problems(field, value):
+            errors[field] = problems
+    if executor in _EXECUTOR_SCHEMAS and (
+        problems := _problems(f"executor_config:{executor}", executor_config)
+    ):
+        errors["executor_config"] = problems
+    if "parameters" not in errors:
+        known = set(parameters.get("properties", {}))
+        unknown = _referenced_fields(normalizers, context_bindings, rules, approval) - known
+        if unknown:
+            errors.setdefault("parameters", []).append(
+                "Fields named by normalizers, bindings, rules or approval are not in the "
+                f"schema's properties: {', '.join(sorted(unknown))}."
+            )
+    return errors
+
+
+def _referenced_fields(normalizers: Any, bindings: Any, rules: Any, approval: Any) -> set[str]:
+    fields: set[str] = set()
+    if isinstance(normalizers, dict):
+        fields |= set(normalizers)
+    if isinstance(bindings, dict):
+        fields |= set(bindings)
+    if isinstance(rules, list):
+        for rule in rules:
+            if isinstance(rule, dict):
+                fields |= {rule[k] for k in ("start", "end") if isinstance(rule.get(k), str)}
+    if isinstance(approval, dict) and isinstance(approval.get("field"), str):
+        fields.add(approval["field"])
+    return fields

@@ -1,0 +1,212 @@
+"""Tools, their immutable published versions, and toolsets with phases."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from apps.common.models import TimeStampedModel
+
+from .definitions import validate_definition
+
+tool_name_validator = RegexValidator(
+    r"^[a-z][a-z0-9_]{0,63}$", "Use snake_case: lowercase letters, digits and '_', at most 64."
+)
+
+
+class Tool(TimeStampedModel):
+    name = models.CharField(max_length=64, unique=True, validators=[tool_name_validator])
+    tenant = models.ForeignKey(
+        "tenancy.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="tools",
+        help_text="Owner. Empty: the shared catalog, visible to every tenant's curators.",
+    )
+    summary = models.CharField(max_length=200, blank=True, help_text="For curators only.")
+    replaced_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        help_text="Named in the hint when this tool's versions are retired.",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class VersionStatus(models.TextChoices):
+    DRAFT = "draft"
+    PUBLISHED = "published"
+    DEPRECATED = "deprecated"
+    RETIRED = "retired"
+
+
+class SideEffect(models.TextChoices):
+    READONLY = "readonly"
+    RECOMPUTABLE = "recomputable"
+    WRITE = "write"
+
+
+class ExecutorKind(models.TextChoices):
+    PYTHON = "python"
+    HTTP = "http"
+
+
+class ExecutionMode(models.TextChoices):
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+ALLOWED_STATUS_CHANGES: dict[str, set[str]] = {
+    VersionStatus.DRAFT: {VersionStatus.PUBLISHED},
+    VersionStatus.PUBLISHED: {VersionStatus.DEPRECATED, VersionStatus.RETIRED},
+    VersionStatus.DEPRECATED: {VersionStatus.PUBLISHED, VersionStatus.RETIRED},
+    VersionStatus.RETIRED: set(),
+}
+
+DEFAULT_EMPTY_MEANING = (
+    "No results match this call. This does not mean no such data exists: "
+    "other filters may find some."
+)
+
+
+class ToolVersion(TimeStampedModel):
+    """One version of a tool's contract with the model. Published versions never change."""
+
+    # Everything a published version promises; frozen once it leaves draft.
+    CONTENT_FIELDS = (
+        "tool_id", "number", "description", "parameters", "strict", "side_effect",
+        "executor", "executor_config", "timeout_s", "max_chars", "mode", "normalizers",
+        "context_bindings", "rules", "empty_meaning", "loop_limit", "approval",
+    )
+
+    tool = models.ForeignKey(Tool, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    status = models.CharField(
+        max_length=12, choices=VersionStatus.choices, default=VersionStatus.DRAFT, db_index=True
+    )
+    description = models.TextField(
+        help_text="What the model reads: what it does, limits, and when not to use it."
+    )
+    parameters = models.JSONField(
+        default=dict, help_text="JSON Schema (Draft 2020-12) of the arguments."
+    )
+    strict = models.BooleanField(
+        default=True, help_text="Every property required and no extra properties."
+    )
+    side_effect = models.CharField(max_length=12, choices=SideEffect.choices)
+    executor = models.CharField(max_length=8, choices=ExecutorKind.choices)
+    executor_config = models.JSONField(default=dict, blank=True)
+    timeout_s = models.FloatField(
+        default=10.0, validators=[MinValueValidator(0.05), MaxValueValidator(600)]
+    )
+    max_chars = models.PositiveIntegerField(
+        default=8000, validators=[MinValueValidator(200)],
+        help_text="Longer results are truncated with a summary.",
+    )
+    mode = models.CharField(max_length=5, choices=ExecutionMode.choices, default="sync")
+    normalizers = models.JSONField(default=dict, blank=True)
+    context_bindings = models.JSONField(default=dict, blank=True)
+    rules = models.JSONField(default=list, blank=True)
+    approval = models.JSONField(
+        default=dict, blank=True,
+        help_text='When an operator must approve a call, e.g. {"field": "amount_cents", '
+        '"above": 10000} or {"always": true}.',
+    )
+    empty_meaning = models.TextField(blank=True, help_text="Said to the model on empty results.")
+    loop_limit = models.PositiveIntegerField(
+        default=3, validators=[MinValueValidator(1)],
+        help_text="Identical calls allowed in one task before loop_detected.",
+    )
+    changelog = models.TextField(blank=True)
+    published_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["tool__name", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["tool", "number"], name="version_unique_number"),
+        ]
+        indexes = [models.Index(fields=["tool", "status", "-number"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool.name} v{self.number} ({self.status})"
+
+    @property
+    def is_editable(self) -> bool:
+        return self.status == VersionStatus.DRAFT
+
+    @property
+    def meaning_of_empty(self) -> str:
+        return self.empty_meaning or DEFAULT_EMPTY_MEANING
+
+    def clean(self) -> None:
+        errors = validate_definition(
+            parameters=self.parameters,
+            normalizers=self.normalizers,
+            context_bindings=self.context_bindings,
+            rules=self.rules,
+            executor=self.executor,
+            executor_config=self.executor_config,
+            approval=self.approval,
+        )
+        if errors:
+            raise ValidationError(errors)
+
+    def save(self, *args, **kwargs) -> None:
+        self._refuse_changes_to_frozen_content()
+        self.clean()
+        super().save(*args, **kwargs)
+
+    def _refuse_changes_to_frozen_content(self) -> None:
+        if self.pk is None:
+            return
+        stored = ToolVersion.objects.filter(pk=self.pk).values(*self.CONTENT_FIELDS, "status")
+        before = stored.first()
+        if before is None:
+            return
+        if before["status"] != self.status and self.status not in ALLOWED_STATUS_CHANGES[
+            before["status"]
+        ]:
+            raise ValidationError(
+                f"A {before['status']} version cannot become {self.status}.", code="status"
+            )
+        if before["status"] == VersionStatus.DRAFT:
+            return
+        changed = [f for f in self.CONTENT_FIELDS if before[f] != getattr(self, f)]
+        if changed:
+            raise ValidationError(
+                f"Version {self.number} of {self.tool.name} is {before['status']} and cannot "
+                f"change ({', '.join(changed)}). Create a new draft from it instead.",
+                code="immutable",
+            )
+
+
+class Toolset(TimeStampedModel):
+    """A named group of tools for one kind of agent work, split into phases."""
+
+    name = models.CharField(max_length=64, unique=True, validators=[tool_name_validator])
+    description = models.TextField(blank=True)
+    tools = models.ManyToManyField(Tool, related_name="toolsets", blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ToolsetPhase(models.Model):
+    """A step of the work; only its tools (plus request_capability) are shown in it."""
+
+    toolset = models.ForeignKey(Toolset, on_delete=models.CASCADE, related_name="phases")
+    name = models.CharField(max_length=64, validators=[tool_name_validator])
+    tools = models.ManyToManyField(Tool, related_name="phases", blank=True)
+
+    class Meta:
+        ordering = ["toolset__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["toolset", "name"], name="phase_unique_per_toolset")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.toolset.name}/{self.name}"

@@ -1,0 +1,123 @@
+"""The DRF exception handler: every non-2xx answer is an error envelope (contract §2)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+
+from .errors import (
+    ErrorDetail,
+    ForbiddenError,
+    InternalError,
+    InvalidArgsError,
+    InvalidJsonError,
+    NotFoundError,
+    RateLimitedError,
+    ToolHubError,
+    UnavailableError,
+)
+
+logger = logging.getLogger("toolhub.api")
+
+
+def _validation_details(data: Any, prefix: str = "") -> list[ErrorDetail]:
+    if isinstance(data, dict):
+        out: list[ErrorDetail] = []
+        for key, value in data.items():
+            path = prefix if key == "non_field_errors" else f"{prefix}/{key}"
+            out.extend(_validation_details(value, path))
+        return out
+    if isinstance(data, list):
+        if all(isinstance(item, str) for item in data):
+            return [ErrorDetail(path=prefix or "/", problem=str(item)) for item in data]
+        out = []
+        for index, item in enumerate(data):
+            out.extend(_validation_details(item, f"{prefix}/{index}"))
+        return out
+    return [ErrorDetail(path=prefix or "/", problem=str(data))]
+
+
+def to_toolhub_error(exc: Exception) -> ToolHubError | None:
+    """Translate framework exceptions into ToolHub errors; None for unknown exceptions."""
+    if isinstance(exc, ToolHubError):
+        return exc
+    if isinstance(exc, RequestDataTooBig):
+        return InvalidArgsError(
+            "The request body is larger than this server accepts.",
+            hint="Send a smaller request: fewer calls per batch or shorter arguments.",
+            http_status=413,
+        )
+    if isinstance(exc, drf.ParseError):
+        return InvalidJsonError(
+            f"The request body is not valid JSON: {exc.detail}",
+            hint="Send a JSON object encoded as UTF-8 with Content-Type: application/json.",
+            http_status=400,
+        )
+    if isinstance(exc, drf.UnsupportedMediaType):
+        return InvalidJsonError(
+            f"Unsupported content type: {exc.detail}",
+            hint="Send the body as JSON with Content-Type: application/json.",
+            http_status=415,
+        )
+    if isinstance(exc, drf.ValidationError):
+        return InvalidArgsError(
+            "The request envelope is malformed.",
+            hint="Fix the fields listed in details; the API reference is at /api/docs/.",
+            details=_validation_details(exc.detail),
+            http_status=400,
+        )
+    if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+        return ForbiddenError(
+            str(exc.detail),
+            hint="Send 'Authorization: Bearer <agent key>' with a key that is active; "
+            "an operator can issue one with `manage.py issue_agent_key`.",
+            http_status=401,
+        )
+    if isinstance(exc, drf.PermissionDenied):
+        return ForbiddenError(str(exc.detail), hint="This agent may not do this.", http_status=403)
+    if isinstance(exc, drf.NotFound):
+        return NotFoundError(
+            str(exc.detail), hint="Check the id; it may belong to another tenant.", http_status=404
+        )
+    if isinstance(exc, drf.MethodNotAllowed):
+        return InvalidArgsError(
+            str(exc.detail), hint="See /api/docs/ for the methods of this path.", http_status=405
+        )
+    if isinstance(exc, drf.Throttled):
+        wait = float(exc.wait or 1)
+        return RateLimitedError(
+            "This agent sends requests faster than its limit.",
+            hint=f"Wait {wait:.0f} s before the next request.",
+            retry_after_s=wait,
+            http_status=429,
+        )
+    if isinstance(exc, DatabaseError):
+        logger.error("database unavailable: %s", type(exc).__name__)
+        return UnavailableError(
+            "ToolHub cannot reach its database, so nothing was run.",
+            hint="This is temporary on ToolHub's side; try again in a few seconds.",
+            retry_after_s=5,
+            http_status=503,
+        )
+    return None
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    error = to_toolhub_error(exc)
+    if error is None:
+        error = InternalError()
+        logger.exception("internal error %s", error.error_id, exc_info=exc)
+    headers = {}
+    if error.retry_after_s is not None:
+        headers["Retry-After"] = str(int(error.retry_after_s + 0.999))
+    if error.http_status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="toolhub"'
+    status = error.http_status if error.http_status != 200 else 400
+    if isinstance(error, InternalError):
+        status = 500
+    return Response(error.as_envelope(), status=status, headers=headers)

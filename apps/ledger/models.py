@@ -1,0 +1,77 @@
+"""The side-effect ledger: one row per governed execution, and every state change it went through."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from apps.common.models import TenantOwnedModel
+
+
+class LedgerState(models.TextChoices):
+    INTENT = "intent"
+    COMMITTED = "committed"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+
+class LedgerEntry(TenantOwnedModel):
+    """A side effect ToolHub was asked to cause, keyed so that it happens at most once.
+
+    The key is `{tenant}/{task_id}/{call_id}/{tool}/{args_hash}`; its unique constraint,
+    not a prior SELECT, is what makes concurrent duplicates harmless.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+")
+    agent = models.ForeignKey("tenancy.Agent", on_delete=models.PROTECT, related_name="+")
+    key = models.CharField(max_length=600, unique=True)
+    task_id = models.CharField(max_length=200)
+    call_id = models.CharField(max_length=200)
+    tool = models.ForeignKey("catalog.Tool", on_delete=models.PROTECT, related_name="+")
+    version = models.ForeignKey("catalog.ToolVersion", on_delete=models.PROTECT, related_name="+")
+    subject = models.CharField(max_length=200, blank=True)
+    args_hash = models.CharField(max_length=64)
+    arguments = models.JSONField()
+    state = models.CharField(max_length=10, choices=LedgerState.choices, default="intent")
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True, help_text="Stored error envelope.")
+    attempts = models.PositiveIntegerField(default=0, help_text="Reconciliation attempts.")
+    next_check_at = models.DateTimeField(null=True, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "ledger entries"
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "task_id", "call_id"], name="ledger_unique_call_per_task"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["state", "created_at"], name="ledger_state_age"),
+            models.Index(fields=["tenant", "state", "created_at"], name="ledger_tenant_state_age"),
+            models.Index(fields=["state", "next_check_at"], name="ledger_due_checks"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_id}:{self.task_id}/{self.call_id} [{self.state}]"
+
+
+class LedgerEvent(models.Model):
+    """One transition of an entry: from, to, who or what made it, when, and why."""
+
+    entry = models.ForeignKey(LedgerEntry, on_delete=models.CASCADE, related_name="events")
+    from_state = models.CharField(max_length=10, blank=True)
+    to_state = models.CharField(max_length=10)
+    actor = models.CharField(max_length=200)
+    note = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.from_state or '∅'} → {self.to_state} by {self.actor}"

@@ -1,0 +1,83 @@
+"""`Authorization: Bearer <agent key>` for the agent API.
+
+The key → agent lookup is on every request's path, so it is cached (keyed by the public
+prefix, holding only the digest) and invalidated on revocation; `last_used_at` is written
+at most once a minute per key rather than on every request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.cache import cache
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from .keys import digest_matches, split_key
+from .models import AgentKey
+from .services import agent_key_cache_key
+
+_CACHE_TTL_S = 300
+_LAST_USED_EVERY_S = 60
+
+
+@dataclass(frozen=True)
+class AgentPrincipal:
+    """The authenticated caller of the agent API: one agent of one tenant."""
+
+    agent_id: int
+    agent_name: str
+    tenant_id: int
+    tenant_slug: str
+    key_id: int
+
+    is_authenticated = True
+
+    def __str__(self) -> str:
+        return f"{self.tenant_slug}/{self.agent_name}"
+
+
+def _load_key(prefix: str) -> dict | None:
+    cached = cache.get(agent_key_cache_key(prefix))
+    if cached is not None:
+        return cached or None
+    row = (
+        AgentKey.objects.filter(prefix=prefix, revoked_at__isnull=True, agent__active=True,
+                                tenant__active=True)
+        .values("pk", "digest", "agent_id", "agent__name", "tenant_id", "tenant__slug")
+        .first()
+    )
+    cache.set(agent_key_cache_key(prefix), row or {}, _CACHE_TTL_S)
+    return row
+
+
+class AgentKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, int] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, key = header.partition(" ")
+        if scheme != self.keyword or not key.strip():
+            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
+        key = key.strip()
+        prefix = split_key(key)
+        row = _load_key(prefix) if prefix else None
+        if row is None or not digest_matches(key, row["digest"]):
+            raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
+        self._touch(row["pk"])
+        principal = AgentPrincipal(
+            agent_id=row["agent_id"], agent_name=row["agent__name"], tenant_id=row["tenant_id"],
+            tenant_slug=row["tenant__slug"], key_id=row["pk"],
+        )
+        return principal, row["pk"]
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="toolhub"'
+
+    @staticmethod
+    def _touch(key_id: int) -> None:
+        if cache.add(f"toolhub:agent-key-used:{key_id}", 1, _LAST_USED_EVERY_S):
+            AgentKey.objects.filter(pk=key_id).update(last_used_at=timezone.now())

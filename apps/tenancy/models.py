@@ -1,0 +1,152 @@
+"""Tenants, their agents, agent keys, grants, tenant policies and tenant-scoped staff."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+from apps.common.models import TenantOwnedModel, TenantOwnedQuerySet, TimeStampedModel
+
+slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]*$", "Use lowercase letters, digits and '-'.")
+
+
+class Tenant(TimeStampedModel):
+    slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Agent(TenantOwnedModel):
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="agents")
+    name = models.CharField(max_length=100, validators=[slug_validator])
+    description = models.TextField(blank=True)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["tenant__slug", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="agent_unique_name_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug}/{self.name}"
+
+
+class AgentKeyQuerySet(TenantOwnedQuerySet):
+    def active(self) -> AgentKeyQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class AgentKey(TenantOwnedModel):
+    """An API key of one agent. Only the prefix (to find it) and a SHA-256 digest are kept."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="agent_keys")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="keys")
+    label = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    digest = models.CharField(max_length=64, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = AgentKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.agent})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Grant(TenantOwnedModel):
+    """Lets a whole tenant (agent empty) or one agent call a tool, optionally pinned."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="grants")
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="grants",
+        help_text="Empty: every agent of the tenant.",
+    )
+    tool = models.ForeignKey("catalog.Tool", on_delete=models.CASCADE, related_name="grants")
+    pinned_version = models.ForeignKey(
+        "catalog.ToolVersion", on_delete=models.PROTECT, null=True, blank=True,
+        related_name="+", help_text="Empty: the latest published version.",
+    )
+
+    class Meta:
+        ordering = ["tenant__slug", "tool__name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "agent", "tool"], name="grant_unique_per_agent"
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "tool"], condition=models.Q(agent__isnull=True),
+                name="grant_unique_per_tenant",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        who = self.agent.name if self.agent_id else "all agents"
+        return f"{self.tenant.slug}: {who} → {self.tool.name}"
+
+
+class TenantPolicy(TenantOwnedModel):
+    """Narrows limits for one tenant, for all its tools (tool empty) or one tool."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="policies")
+    tool = models.ForeignKey(
+        "catalog.Tool", on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+        help_text="Empty: applies to every tool of the tenant.",
+    )
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Calls per agent and tool per minute.",
+    )
+    task_call_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Calls of this tool allowed in one task."
+    )
+    daily_quota_per_subject = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Calls per end user (session subject) per day."
+    )
+    requires_approval = models.BooleanField(
+        default=False, help_text="Writes need an operator's approval before they run."
+    )
+    rule_overrides = models.JSONField(
+        default=dict, blank=True,
+        help_text='Per rule type, parameters that replace the version\'s, e.g. '
+        '{"max_span": {"max_days": 31}}.',
+    )
+
+    class Meta:
+        verbose_name_plural = "tenant policies"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "tool"], name="policy_unique_per_tool"),
+            models.UniqueConstraint(
+                fields=["tenant"], condition=models.Q(tool__isnull=True),
+                name="policy_unique_per_tenant",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug}: {self.tool.name if self.tool_id else 'all tools'}"
+
+
+class StaffScope(models.Model):
+    """Restricts a staff user of the admin to one tenant. Superusers are never scoped."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_scope"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="staff_scopes")
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.tenant.slug}"
