@@ -1,0 +1,173 @@
+"""Frozen values that cross the gateway's layers.
+
+The validation stages (apps/gateway/pipeline/) take and return only these, never model
+instances or querysets, so they stay pure and testable without a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from apps.tenancy.sessions import SessionClaims
+
+if TYPE_CHECKING:
+    from apps.catalog.models import ToolVersion
+    from apps.tenancy.models import TenantPolicy
+
+
+def _frozen(value: Any) -> Any:
+    """Deep read-only copy of JSON-like data (dicts become mapping proxies, lists tuples)."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain JSON-able copy of data frozen by `_frozen`."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call as the model wrote it: `arguments` is its JSON text (or an object)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class VersionSpec:
+    """A snapshot of one tool version: everything the pipeline needs, nothing mutable."""
+
+    tool_id: int
+    tool_name: str
+    version_id: int
+    number: int
+    status: str
+    description: str
+    parameters: Mapping[str, Any]
+    strict: bool
+    side_effect: str
+    executor: str
+    executor_config: Mapping[str, Any]
+    timeout_s: float
+    max_chars: int
+    mode: str
+    normalizers: Mapping[str, tuple[str, ...]]
+    context_bindings: Mapping[str, Mapping[str, str]]
+    rules: tuple[Mapping[str, Any], ...]
+    approval: Mapping[str, Any]
+    empty_meaning: str
+    loop_limit: int
+    # Changes whenever a draft is edited, so caches keyed on it never serve stale drafts.
+    revision: str = ""
+
+    @classmethod
+    def from_model(cls, version: ToolVersion) -> VersionSpec:
+        return cls(
+            tool_id=version.tool_id,
+            tool_name=version.tool.name,
+            version_id=version.pk,
+            number=version.number,
+            status=version.status,
+            description=version.description,
+            parameters=_frozen(version.parameters),
+            strict=version.strict,
+            side_effect=version.side_effect,
+            executor=version.executor,
+            executor_config=_frozen(version.executor_config),
+            timeout_s=version.timeout_s,
+            max_chars=version.max_chars,
+            mode=version.mode,
+            normalizers=_frozen(version.normalizers),
+            context_bindings=_frozen(version.context_bindings),
+            rules=_frozen(list(version.rules)),
+            approval=_frozen(version.approval),
+            empty_meaning=version.meaning_of_empty,
+            loop_limit=version.loop_limit,
+            revision=f"{version.pk}:{version.updated_at.isoformat() if version.updated_at else ''}",
+        )
+
+    @property
+    def is_write(self) -> bool:
+        return self.side_effect == "write"
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """The tenant's narrowing of limits for one tool (tool policy over tenant-wide policy)."""
+
+    rate_limit_per_minute: int | None = None
+    task_call_budget: int | None = None
+    daily_quota_per_subject: int | None = None
+    requires_approval: bool = False
+    rule_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
+
+    @classmethod
+    def merged(cls, *policies: TenantPolicy | None) -> PolicySpec:
+        """Tenant-wide first, then tool-specific: a later non-empty value wins."""
+        values: dict[str, Any] = {}
+        overrides: dict[str, Any] = {}
+        for policy in policies:
+            if policy is None:
+                continue
+            for name in ("rate_limit_per_minute", "task_call_budget", "daily_quota_per_subject"):
+                if getattr(policy, name) is not None:
+                    values[name] = getattr(policy, name)
+            if policy.requires_approval:
+                values["requires_approval"] = True
+            overrides.update(policy.rule_overrides or {})
+        return cls(**values, rule_overrides=_frozen(overrides))
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who is calling, for whom, in which task, and when: loaded before the pure stages."""
+
+    tenant_id: int
+    tenant_slug: str
+    agent_id: int
+    task_id: str
+    now: datetime
+    session: SessionClaims | None = None
+    policy: PolicySpec = field(default_factory=PolicySpec)
+
+
+@dataclass(frozen=True)
+class TaskHistory:
+    """What earlier calls did, as counted by the gateway: the input of state rules."""
+
+    calls_of_tool_in_task: int = 0
+    subject_calls_today: int = 0
+    committed_tools_in_task: frozenset[str] = frozenset()
+    identical_calls_in_task: int = 0
+
+
+@dataclass(frozen=True)
+class NormalizedArguments:
+    """Arguments after normalization, and the hash that identifies the action."""
+
+    arguments: Mapping[str, Any]
+    args_hash: str
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A call that passed the whole validation layer and may be executed."""
+
+    call: ToolCall
+    version: VersionSpec
+    arguments: Mapping[str, Any]
+    args_hash: str
+    subject: str = ""
