@@ -1,13 +1,16 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.common.views import healthz, readyz
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", include("apps.gateway.api.urls")),
+    path("api/v1/", include("apps.tenancy.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("demo/", include("apps.demo_shop.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
 ]
