@@ -28,3 +28,6 @@ lint: $(VENV)/.installed-dev
 
 clean:
 	rm -rf var .pytest_cache
+
+bench: $(VENV)/.installed-dev
+	scripts/bench.sh

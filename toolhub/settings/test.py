@@ -12,3 +12,4 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECRET_KEY = "test-secret-key-" + "t" * 40
+TOOLHUB_INVOCATION_LOG_SYNC = True

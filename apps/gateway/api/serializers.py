@@ -1,0 +1,91 @@
+"""Input and output serializers of the agent API. They parse and document; no logic."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.common.errors import ERROR_KINDS
+
+MAX_CALLS_PER_BATCH = 64
+
+
+class CallSerializer(serializers.Serializer):
+    id = serializers.CharField(max_length=200, help_text="The model's call id; echoed as call_id.")
+    name = serializers.CharField(max_length=200, help_text="The tool name the model chose.")
+    arguments = serializers.JSONField(
+        required=False, default="{}",
+        help_text="The model's arguments: its JSON text as a string (an object is accepted too).",
+    )
+
+
+class _CommonInput(serializers.Serializer):
+    task_id = serializers.CharField(
+        max_length=200, help_text="The agent's task (conversation); scopes idempotency, loops and budgets."
+    )
+    toolset = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    phase = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    dry_run = serializers.BooleanField(
+        required=False, default=False, help_text="Stop after validation and say what would run."
+    )
+
+
+class InvokeInputSerializer(_CommonInput):
+    call = CallSerializer()
+    wait_s = serializers.FloatField(
+        required=False, default=0, min_value=0, max_value=60,
+        help_text="How long to wait for an accepted (async) call before answering.",
+    )
+
+
+class BatchInputSerializer(_CommonInput):
+    calls = CallSerializer(many=True, allow_empty=False, max_length=MAX_CALLS_PER_BATCH)
+    budget_chars = serializers.IntegerField(
+        required=False, default=None, allow_null=True, min_value=500, max_value=1_000_000,
+        help_text="Characters shared by all results; larger results are truncated more, none dropped.",
+    )
+
+    def validate_calls(self, calls: list[dict]) -> list[dict]:
+        ids = [c["id"] for c in calls]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise serializers.ValidationError(f"call ids must be unique in a batch; repeated: {', '.join(duplicates)}")
+        return calls
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="JSON pointer into the arguments.")
+    problem = serializers.CharField()
+
+
+class TruncatedSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    shown = serializers.IntegerField()
+    note = serializers.CharField()
+
+
+class EnvelopeSerializer(serializers.Serializer):
+    """What the model reads (contract §3). Fields present depend on `status`."""
+
+    status = serializers.ChoiceField(choices=["ok", "empty", "error", "accepted", "pending_approval"])
+    call_id = serializers.CharField(allow_null=True)
+    tool = serializers.CharField(required=False)
+    version = serializers.IntegerField(required=False, help_text="ok, empty: the tool version number.")
+    data = serializers.JSONField(required=False, help_text="ok: the (possibly truncated) result.")
+    cached = serializers.BooleanField(required=False, help_text="ok: replayed from the ledger.")
+    truncated = TruncatedSerializer(required=False, allow_null=True)
+    execution_id = serializers.CharField(required=False, allow_null=True)
+    dry_run = serializers.BooleanField(required=False)
+    meaning = serializers.CharField(required=False, help_text="empty: what an empty result means.")
+    raw = serializers.JSONField(required=False, allow_null=True)
+    kind = serializers.ChoiceField(choices=sorted(ERROR_KINDS), required=False)
+    recoverable = serializers.BooleanField(required=False, help_text="error: whether a changed call can succeed.")
+    message = serializers.CharField(required=False)
+    hint = serializers.CharField(required=False, help_text="error: what to do next.")
+    details = ErrorDetailSerializer(many=True, required=False)
+    retry_after_s = serializers.FloatField(required=False)
+    error_id = serializers.CharField(required=False, help_text="internal: the id in the server logs.")
+    poll = serializers.CharField(required=False, help_text="accepted, pending_approval: where to poll.")
+
+
+class BatchOutputSerializer(serializers.Serializer):
+    results = EnvelopeSerializer(many=True)

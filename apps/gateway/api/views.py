@@ -1,0 +1,101 @@
+"""The agent API: invoke one call, invoke a model turn's calls, follow an execution."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.gateway.contracts import ToolCall
+from apps.gateway.services import InvokeOptions, execution_envelope, invoke_calls, invoke_one
+from apps.ledger.selectors import ledger_entry_get
+from apps.tenancy.sessions import SESSION_HEADER
+
+from .serializers import (
+    BatchInputSerializer,
+    BatchOutputSerializer,
+    EnvelopeSerializer,
+    InvokeInputSerializer,
+)
+
+_ERRORS = {
+    400: OpenApiResponse(EnvelopeSerializer, description="Malformed request envelope."),
+    401: OpenApiResponse(EnvelopeSerializer, description="Missing, unknown or revoked agent key."),
+    413: OpenApiResponse(EnvelopeSerializer, description="Body over the size limit."),
+    429: OpenApiResponse(EnvelopeSerializer, description="The agent's own request rate."),
+    503: OpenApiResponse(EnvelopeSerializer, description="Database or broker down: nothing ran."),
+}
+
+
+def _options(data: dict[str, Any]) -> InvokeOptions:
+    return InvokeOptions(
+        task_id=data["task_id"], toolset=data["toolset"] or None, phase=data["phase"] or None,
+        dry_run=data["dry_run"],
+    )
+
+
+def _call(data: dict[str, Any]) -> ToolCall:
+    return ToolCall(call_id=data["id"], name=data["name"], arguments=data["arguments"])
+
+
+def _status(envelope: dict[str, Any]) -> int:
+    return 202 if envelope["status"] == "accepted" else 200
+
+
+class InvokeApi(APIView):
+    @extend_schema(
+        operation_id="invoke",
+        summary="One tool call through the whole pipeline",
+        description="Every outcome of a well-formed, authenticated request is an envelope with HTTP 200, "
+        "tool errors included; 202 when the call was accepted to run asynchronously. The end user's "
+        "session token goes in the X-ToolHub-Session header.",
+        request=InvokeInputSerializer,
+        responses={200: EnvelopeSerializer, 202: EnvelopeSerializer, **_ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = InvokeInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        envelope = invoke_one(
+            principal=request.user, session_token=request.META.get(SESSION_HEADER),
+            options=_options(data), call=_call(data["call"]),
+        )
+        return Response(envelope, status=_status(envelope))
+
+
+class InvokeBatchApi(APIView):
+    @extend_schema(
+        operation_id="invoke_batch",
+        summary="The tool calls of one model turn",
+        description="Results come back in the calls' order with call ids matched. Readonly and "
+        "recomputable calls run concurrently, writes one at a time in order.",
+        request=BatchInputSerializer,
+        responses={200: BatchOutputSerializer, **_ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = BatchInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        results = invoke_calls(
+            principal=request.user, session_token=request.META.get(SESSION_HEADER),
+            options=_options(data), calls=[_call(c) for c in data["calls"]], budget_chars=data["budget_chars"],
+        )
+        return Response({"results": results})
+
+
+class ExecutionDetailApi(APIView):
+    @extend_schema(
+        operation_id="execution_detail",
+        summary="The envelope of an accepted or uncertain execution, final or not",
+        responses={200: EnvelopeSerializer, 404: OpenApiResponse(EnvelopeSerializer, description="No such execution.")},
+    )
+    def get(self, request: Request, execution_id: UUID) -> Response:
+        entry = ledger_entry_get(tenant_id=request.user.tenant_id, pk=execution_id)
+        if entry is None:
+            raise NotFound("No execution with this id exists for this agent's tenant.")
+        return Response(execution_envelope(entry=entry))

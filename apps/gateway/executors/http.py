@@ -1,0 +1,136 @@
+"""The `http` executor: POST the arguments as JSON with an `Idempotency-Key` header.
+
+Secrets are named in the version's config (`secret_ref`) and read from settings, never
+from arguments. Each failure is classified by what we know about the side effect:
+nothing sent (connection refused) → not applied; sent but no clear answer → ambiguous.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from apps.common.errors import (
+    BusinessRuleError,
+    InvalidArgsError,
+    NotFoundError,
+    RateLimitedError,
+    UpstreamError,
+)
+
+from .base import (
+    ExecutionAmbiguous,
+    ExecutionNotSent,
+    ExecutionRejected,
+    ExecutionRequest,
+    ExecutionTimedOut,
+    ReconcileAnswer,
+)
+
+_CLIENT = httpx.Client(follow_redirects=False, headers={"User-Agent": "ToolHub/1"})
+
+
+def _base_url(config: Any) -> str:
+    if config.get("url"):
+        return str(config["url"]).rstrip("/")
+    return str(getattr(settings, config["url_setting"])).rstrip("/")
+
+
+def _headers(request: ExecutionRequest) -> dict[str, str]:
+    headers = {"Accept": "application/json"}
+    if request.idempotency_key:
+        headers["Idempotency-Key"] = request.idempotency_key
+    secret_ref = request.config.get("secret_ref")
+    if secret_ref:
+        headers["Authorization"] = f"Bearer {settings.TOOLHUB_SECRETS[secret_ref]}"
+    return headers
+
+
+def _upstream_message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return f"HTTP {response.status_code}"
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:300]
+    return f"HTTP {response.status_code}"
+
+
+def _rejection(response: httpx.Response, tool: str) -> ExecutionRejected:
+    """A 4xx answer: the upstream refused the request, so nothing was applied."""
+    message = _upstream_message(response)
+    status = response.status_code
+    if status == 404:
+        error: Any = NotFoundError(
+            f"{tool}: {message}", hint="Check the identifier; it may not exist for this user."
+        )
+    elif status in (400, 422):
+        error = InvalidArgsError(
+            f"{tool} refused the arguments: {message}",
+            hint="Change the arguments as the message says; calling again unchanged fails again.",
+        )
+    elif status == 409:
+        error = BusinessRuleError(
+            f"{tool} refused the call: {message}",
+            hint="The target's current state does not allow this; look it up before acting.",
+        )
+    elif status == 429:
+        error = RateLimitedError(
+            f"{tool}'s provider is rate limiting ToolHub.", hint="Wait a minute, then call again.",
+            retry_after_s=60,
+        )
+    else:
+        error = UpstreamError(
+            f"{tool}'s provider refused ToolHub's request ({message}).",
+            hint="This needs an operator (credentials or configuration); tell the user and do not retry.",
+        )
+    return ExecutionRejected(error)
+
+
+def run_http(request: ExecutionRequest) -> Any:
+    url = _base_url(request.config) + str(request.config.get("path", ""))
+    try:
+        response = _CLIENT.post(
+            url, json=dict(request.arguments), headers=_headers(request),
+            timeout=httpx.Timeout(request.timeout_s),
+        )
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider: {type(exc).__name__}") from None
+    except httpx.TimeoutException:
+        raise ExecutionTimedOut(f"no answer from {request.tool_name}'s provider within {request.timeout_s} s") from None
+    except httpx.TransportError as exc:
+        raise ExecutionAmbiguous(f"the connection failed after sending: {type(exc).__name__}") from None
+    if 400 <= response.status_code < 500:
+        raise _rejection(response, request.tool_name)
+    if response.status_code >= 500 or not response.is_success:
+        raise ExecutionAmbiguous(f"the provider answered HTTP {response.status_code}")
+    try:
+        return response.json()
+    except ValueError:
+        raise ExecutionAmbiguous("the provider answered success with a body that is not JSON") from None
+
+
+def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
+    """Ask the provider's status endpoint whether the request with this key was applied."""
+    status_path = request.config.get("status_path")
+    if not status_path or not request.idempotency_key:
+        return ReconcileAnswer(found=None, note="this tool has no status endpoint to ask")
+    url = _base_url(request.config) + str(status_path)
+    try:
+        response = _CLIENT.get(
+            url, params={"idempotency_key": request.idempotency_key}, headers=_headers(request),
+            timeout=httpx.Timeout(request.timeout_s),
+        )
+    except httpx.HTTPError as exc:
+        return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
+    if response.status_code == 200:
+        try:
+            return ReconcileAnswer(found=True, result=response.json(), note="found at the provider")
+        except ValueError:
+            return ReconcileAnswer(found=None, note="status endpoint answered a body that is not JSON")
+    if response.status_code == 404:
+        return ReconcileAnswer(found=False, note="the provider has no request with this key")
+    return ReconcileAnswer(found=None, note=f"status endpoint answered HTTP {response.status_code}")

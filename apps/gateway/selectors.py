@@ -1,0 +1,155 @@
+"""Reads of the gateway: which tools an agent may call, resolved once per catalog generation.
+
+Resolving a name costs several queries (tool, grants, versions, toolsets); on the invoke hot
+path it is served from a per-process memo keyed by the catalog generation, so a publish or
+a grant change is seen on the next request.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from django.db.models import F, Q
+
+from apps.catalog.cache import catalog_generation
+from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
+from apps.common.errors import ForbiddenError, InvalidArgsError, UnavailableError
+from apps.gateway.pipeline.resolve import unknown_tool_error
+from apps.tenancy.models import Grant, TenantPolicy
+
+from .contracts import PolicySpec, VersionSpec
+
+
+@dataclass(frozen=True)
+class AgentCatalog:
+    """Everything one agent may call, and why it may not call the rest."""
+
+    callable: dict[str, VersionSpec] = field(default_factory=dict)
+    # Tools the tenant can see but this agent may not call now, with the reason.
+    refused: dict[str, ForbiddenError | UnavailableError] = field(default_factory=dict)
+    # toolset → phase ("" for the whole toolset) → tool names
+    toolsets: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
+    policies: dict[int | None, PolicySpec] = field(default_factory=dict)
+
+    def visible(self, toolset: str | None, phase: str | None) -> dict[str, VersionSpec]:
+        """The callable tools, narrowed to a toolset and phase when given."""
+        if not toolset:
+            return self.callable
+        names = self.toolsets.get(toolset, {}).get(phase or "", frozenset())
+        return {name: spec for name, spec in self.callable.items() if name in names}
+
+    def policy_for(self, tool_id: int) -> PolicySpec:
+        return self.policies.get(tool_id) or self.policies.get(None) or PolicySpec()
+
+
+_MEMO: dict[tuple[int, int, int], AgentCatalog] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
+    generation = catalog_generation()
+    memo_key = (generation, tenant_id, agent_id)
+    found = _MEMO.get(memo_key)
+    if found is None:
+        found = _load_agent_catalog(tenant_id=tenant_id, agent_id=agent_id)
+        with _MEMO_LOCK:
+            for stale in [k for k in _MEMO if k[0] != generation]:
+                _MEMO.pop(stale, None)
+            _MEMO[memo_key] = found
+    return found
+
+
+def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
+    grants = {
+        g.tool_id: g
+        for g in Grant.objects.for_tenant(tenant_id)
+        .filter(Q(agent_id=agent_id) | Q(agent__isnull=True))
+        .select_related("pinned_version__tool")
+        # Tenant-wide grants first, so an agent's own grant (and its pin) wins.
+        .order_by(F("agent_id").asc(nulls_first=True))
+    }
+    tools = Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id)).select_related("replaced_by")
+    versions_by_tool: dict[int, list[ToolVersion]] = {}
+    for version in (
+        ToolVersion.objects.filter(tool__in=tools, status__in=[VersionStatus.PUBLISHED, VersionStatus.DEPRECATED])
+        .select_related("tool")
+        .order_by("tool_id", "-number")
+    ):
+        versions_by_tool.setdefault(version.tool_id, []).append(version)
+
+    callable_: dict[str, VersionSpec] = {}
+    refused: dict[str, ForbiddenError | UnavailableError] = {}
+    for tool in tools:
+        grant = grants.get(tool.pk)
+        if grant is None:
+            refused[tool.name] = ForbiddenError(
+                f"This agent is not granted the tool {tool.name}.",
+                hint="Use another tool, or call request_capability to ask the operators for it.",
+            )
+            continue
+        version = grant.pinned_version or next(
+            (v for v in versions_by_tool.get(tool.pk, []) if v.status == VersionStatus.PUBLISHED), None
+        )
+        if version is None or version.status != VersionStatus.PUBLISHED:
+            refused[tool.name] = _unavailable(tool, version)
+            continue
+        callable_[tool.name] = VersionSpec.from_model(version)
+
+    toolsets: dict[str, dict[str, frozenset[str]]] = {}
+    for toolset in Toolset.objects.prefetch_related("tools", "phases__tools"):
+        phases = {"": frozenset(t.name for t in toolset.tools.all())}
+        for phase in toolset.phases.all():
+            phases[phase.name] = frozenset(t.name for t in phase.tools.all())
+        toolsets[toolset.name] = phases
+
+    all_policies = list(TenantPolicy.objects.for_tenant(tenant_id))
+    tenant_wide = next((p for p in all_policies if p.tool_id is None), None)
+    policies: dict[int | None, PolicySpec] = {None: PolicySpec.merged(tenant_wide)}
+    for policy in all_policies:
+        if policy.tool_id is not None:
+            policies[policy.tool_id] = PolicySpec.merged(tenant_wide, policy)
+    return AgentCatalog(callable=callable_, refused=refused, toolsets=toolsets, policies=policies)
+
+
+def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
+    replacement = tool.replaced_by.name if tool.replaced_by_id else None
+    state = f"version {version.number} is {version.status}" if version else "no version is published"
+    hint = (
+        f"Use {replacement} instead." if replacement
+        else "Tell the user this tool is not available now; do not retry it."
+    )
+    return UnavailableError(f"The tool {tool.name} is unavailable: {state}.", hint=hint)
+
+
+def resolve_tool(
+    *, tenant_id: int, agent_id: int, name: str, toolset: str | None, phase: str | None
+) -> VersionSpec:
+    """The version this agent calls under `name` now; raises the error the model should see."""
+    catalog = agent_catalog(tenant_id=tenant_id, agent_id=agent_id)
+    _check_toolset(catalog, toolset, phase)
+    visible = catalog.visible(toolset, phase)
+    spec = visible.get(name)
+    if spec is not None:
+        return spec
+    if name not in catalog.callable and name in catalog.refused:
+        raise catalog.refused[name]
+    raise unknown_tool_error(name, [(s.tool_name, s.description) for s in visible.values()])
+
+
+def _check_toolset(catalog: AgentCatalog, toolset: str | None, phase: str | None) -> None:
+    if phase and not toolset:
+        raise InvalidArgsError(
+            "A phase was given without its toolset.", hint="Send toolset together with phase."
+        )
+    if toolset and toolset not in catalog.toolsets:
+        raise InvalidArgsError(
+            f"There is no toolset named {toolset!r}.",
+            hint=f"Known toolsets: {', '.join(sorted(catalog.toolsets)) or 'none'}."
+        )
+    if toolset and phase and phase not in catalog.toolsets[toolset]:
+        phases = sorted(p for p in catalog.toolsets[toolset] if p)
+        raise InvalidArgsError(
+            f"The toolset {toolset!r} has no phase {phase!r}.",
+            hint=f"Its phases: {', '.join(phases) or 'none'}."
+        )

@@ -1,0 +1,444 @@
+"""The invoke pipeline's orchestration: validation layer, then ledger and execution.
+
+    resolve → parse → schema → normalize → authorize → argument rules      (pure stages)
+    → task history → state rules → loop guard → rate limit                   (pure, on counters)
+    → ledger intent (writes) → execute → ledger outcome → shape → envelope   (execution layer)
+
+Every outcome is an envelope (contract §3); every call is written to the invocation log.
+Executors never run inside a database transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.audit.invocation_log import invocation_record
+from apps.common.errors import (
+    IdempotencyConflictError,
+    InProgressError,
+    InternalError,
+    OutcomeUnknownError,
+    ToolHubError,
+    ToolTimeoutError,
+    UpstreamError,
+)
+from apps.ledger.models import LedgerEntry, LedgerState
+from apps.ledger.services import IntentSpec, ledger_open_intent, ledger_record_outcome
+from apps.tenancy.authentication import AgentPrincipal
+from apps.tenancy.sessions import SessionClaims, verify_session
+
+from . import counters
+from .contracts import CallContext, PreparedCall, ToolCall, VersionSpec, thaw
+from .envelopes import accepted_envelope, result_envelope, shape_result
+from .executors import execute
+from .executors.base import (
+    ExecutionAmbiguous,
+    ExecutionError,
+    ExecutionNotSent,
+    ExecutionRejected,
+    ExecutionRequest,
+    ExecutionTimedOut,
+)
+from .pipeline.authorize import apply_bindings
+from .pipeline.guards import check_loop, check_rate
+from .pipeline.normalize import normalize_arguments
+from .pipeline.parse import parse_arguments
+from .pipeline.rules import check_argument_rules, check_state_rules, history_needed
+from .pipeline.schema import validate_arguments
+from .selectors import agent_catalog, resolve_tool
+
+logger = logging.getLogger("toolhub.gateway")
+
+_BATCH_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="toolhub-batch")
+
+
+@dataclass(frozen=True)
+class InvokeOptions:
+    """What the request says about every call in it."""
+
+    task_id: str
+    toolset: str | None = None
+    phase: str | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A call after execution, before shaping: a raw result, or a finished envelope."""
+
+    call: ToolCall
+    version: VersionSpec | None = None
+    result: Any = None
+    envelope: dict[str, Any] | None = None
+    execution_id: str | None = None
+    cached: bool = False
+
+    @property
+    def has_result(self) -> bool:
+        return self.envelope is None
+
+
+def idempotency_key(*, tenant_slug: str, task_id: str, call_id: str, tool: str, args_hash: str) -> str:
+    return f"{tenant_slug}/{task_id}/{call_id}/{tool}/{args_hash}"
+
+
+def _context(principal: AgentPrincipal, session: SessionClaims | None, options: InvokeOptions,
+             version: VersionSpec, now: datetime) -> CallContext:
+    catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
+    return CallContext(
+        tenant_id=principal.tenant_id, tenant_slug=principal.tenant_slug, agent_id=principal.agent_id,
+        task_id=options.task_id, now=now, session=session, policy=catalog.policy_for(version.tool_id),
+    )
+
+
+def prepare_call(
+    *, principal: AgentPrincipal, session: SessionClaims | None, options: InvokeOptions, call: ToolCall,
+    now: datetime,
+) -> PreparedCall:
+    """The validation layer: every check that can refuse a call before anything runs.
+
+    Reads only the catalog (memoized) and the task counters; raises the ToolHubError the
+    model should see. Counts the call for loop, budget and quota checks unless dry_run.
+    """
+    version = resolve_tool(
+        tenant_id=principal.tenant_id, agent_id=principal.agent_id, name=call.name,
+        toolset=options.toolset, phase=options.phase,
+    )
+    context = _context(principal, session, options, version, now)
+    arguments = parse_arguments(call.arguments)
+    validate_arguments(arguments, version)
+    normalized = normalize_arguments(arguments, version)
+    bound = apply_bindings(normalized.arguments, version, session)
+    check_argument_rules(bound, version, context.policy)
+    prepared = PreparedCall(
+        call=call, version=version, arguments=bound, args_hash=normalized.args_hash,
+        subject=session.subject if session else "",
+    )
+    needs = history_needed(version, context.policy)
+    history = counters.task_history(
+        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs,
+        required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
+        now=now,
+    )
+    check_state_rules(bound, version, context, history)
+    check_loop(history, version)
+    if options.dry_run:
+        return prepared
+    limit = context.policy.rate_limit_per_minute or settings.TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE
+    calls, retry_after_s = counters.count_rate(agent_id=principal.agent_id, tool=version.tool_name, now=now)
+    check_rate(calls_in_window=calls, limit=limit, retry_after_s=retry_after_s)
+    counters.count_call(tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now)
+    return prepared
+
+
+def _execution_request(principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall,
+                       key: str | None) -> ExecutionRequest:
+    version = prepared.version
+    return ExecutionRequest(
+        tenant_slug=principal.tenant_slug, task_id=options.task_id, call_id=prepared.call.call_id,
+        tool_name=version.tool_name, version_number=version.number, arguments=thaw(prepared.arguments),
+        timeout_s=version.timeout_s, config=thaw(version.executor_config), subject=prepared.subject,
+        idempotency_key=key,
+    )
+
+
+def _poll_path(execution_id: Any) -> str:
+    return f"/api/v1/executions/{execution_id}"
+
+
+def _uncertain(error_cls: type[ToolHubError], message: str, execution_id: Any) -> ToolHubError:
+    """The error of a call whose side effect may have happened: never invites a retry."""
+    return error_cls(
+        message,
+        hint="The outcome is unknown and is being checked with the external system. Do not call "
+        "again: a second call could repeat the side effect. Tell the user the result is pending; "
+        f"its status is at GET {_poll_path(execution_id)}.",
+        extra={"execution_id": str(execution_id), "poll": _poll_path(execution_id)},
+    )
+
+
+def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
+    """Execute a readonly/recomputable call directly: no ledger row, nothing to reconcile."""
+    call, version = prepared.call, prepared.version
+    try:
+        result = execute(version.executor, _execution_request(principal, options, prepared, key=None))
+    except ExecutionRejected as exc:
+        return Outcome(call=call, version=version, envelope=exc.error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+    except ExecutionTimedOut:
+        error: ToolHubError = ToolTimeoutError(
+            f"{version.tool_name} did not answer within {version.timeout_s} s.",
+            hint="It changes nothing, but calling it the same way will likely time out again: "
+            "narrow the request (fewer items, a shorter range) or tell the user it is slow now.",
+        )
+        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+    except ExecutionError as exc:
+        logger.warning("readonly %s failed upstream: %s", version.tool_name, exc)
+        error = UpstreamError(
+            f"{version.tool_name}'s external system failed to answer.",
+            hint="The problem is on the provider's side; tell the user and try later, not now.",
+        )
+        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+    counters.mark_done(tenant_id=principal.tenant_id, task_id=options.task_id, tool=version.tool_name)
+    return Outcome(call=call, version=version, result=result)
+
+
+def _replay(entry: LedgerEntry, key: str, prepared: PreparedCall) -> Outcome:
+    """The answer to a call id already recorded in this task (contract §5)."""
+    call, version = prepared.call, prepared.version
+    if entry.key != key:
+        error: ToolHubError = IdempotencyConflictError(
+            f"call id {call.call_id!r} was already used in this task for another tool or other arguments.",
+            hint="Give every new call its own call id; reuse a call id only to repeat exactly the same call.",
+        )
+        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+    if entry.state == LedgerState.COMMITTED:
+        return Outcome(call=call, version=version, result=entry.result, execution_id=str(entry.pk), cached=True)
+    if entry.state == LedgerState.FAILED:
+        envelope = {**(entry.error or {}), "call_id": call.call_id, "cached": True}
+        return Outcome(call=call, version=version, envelope=envelope, execution_id=str(entry.pk))
+    if entry.state == LedgerState.INTENT:
+        wait = max(1, round(version.timeout_s))
+        error = InProgressError(
+            "This exact call is executing right now.",
+            hint=f"Wait {wait} s and send the same call (same call id) again to get its result; "
+            "do not send it with a new call id.",
+            retry_after_s=wait, extra={"execution_id": str(entry.pk), "poll": _poll_path(entry.pk)},
+        )
+    else:
+        error = _uncertain(
+            OutcomeUnknownError, "This call was made before and its outcome is still unknown.", entry.pk
+        )
+    return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+                   execution_id=str(entry.pk))
+
+
+def run_write(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
+    """Execute a write at most once per idempotency key, with the ledger around it."""
+    call, version = prepared.call, prepared.version
+    key = idempotency_key(
+        tenant_slug=principal.tenant_slug, task_id=options.task_id, call_id=call.call_id,
+        tool=version.tool_name, args_hash=prepared.args_hash,
+    )
+    opened = ledger_open_intent(
+        spec=IntentSpec(
+            tenant_id=principal.tenant_id, agent_id=principal.agent_id, key=key, task_id=options.task_id,
+            call_id=call.call_id, tool_id=version.tool_id, version_id=version.version_id,
+            subject=prepared.subject, args_hash=prepared.args_hash, arguments=thaw(prepared.arguments),
+        ),
+        actor=f"agent:{principal}",
+    )
+    if not opened.created:
+        return _replay(opened.entry, key, prepared)
+    return execute_entry(entry=opened.entry, request=_execution_request(principal, options, prepared, key), prepared=prepared)
+
+
+def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: PreparedCall) -> Outcome:
+    """Run the executor of a fresh `intent` entry and record what is known afterwards."""
+    call, version = prepared.call, prepared.version
+    execution_id = str(entry.pk)
+    actor = f"executor:{version.executor}"
+    try:
+        result = execute(version.executor, request)
+    except ExecutionRejected as exc:
+        envelope = exc.error.as_envelope(call_id=call.call_id, tool=version.tool_name)
+        ledger_record_outcome(entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=exc.error.message)
+        return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
+    except ExecutionNotSent as exc:
+        error: ToolHubError = UpstreamError(
+            f"{version.tool_name}'s external system could not be reached; nothing was sent, so nothing happened.",
+            hint="The provider is down or unreachable. Tell the user the action was not done; "
+            "try again later with a new call id.",
+        )
+        envelope = error.as_envelope(call_id=call.call_id, tool=version.tool_name)
+        ledger_record_outcome(entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=str(exc))
+        return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
+    except (ExecutionTimedOut, ExecutionAmbiguous) as exc:
+        timed_out = isinstance(exc, ExecutionTimedOut)
+        error = _uncertain(
+            ToolTimeoutError if timed_out else UpstreamError,
+            f"{version.tool_name} did not answer within {version.timeout_s} s." if timed_out
+            else f"{version.tool_name}'s external system failed after receiving the call.",
+            entry.pk,
+        )
+        ledger_record_outcome(entry=entry, to_state=LedgerState.UNKNOWN, actor=actor, note=str(exc))
+        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+                       execution_id=execution_id)
+    except Exception:
+        internal = InternalError()
+        logger.exception("executor of %s crashed (error id %s)", version.tool_name, internal.error_id)
+        ledger_record_outcome(entry=entry, to_state=LedgerState.UNKNOWN, actor=actor,
+                              note=f"executor crashed, error id {internal.error_id}")
+        return Outcome(call=call, version=version, envelope=internal.as_envelope(call_id=call.call_id, tool=version.tool_name),
+                       execution_id=execution_id)
+    ledger_record_outcome(entry=entry, to_state=LedgerState.COMMITTED, actor=actor, result=result)
+    counters.mark_done(tenant_id=entry.tenant_id, task_id=entry.task_id, tool=version.tool_name)
+    return Outcome(call=call, version=version, result=result, execution_id=execution_id)
+
+
+def _dry_run_envelope(prepared: PreparedCall, principal: AgentPrincipal, options: InvokeOptions) -> dict[str, Any]:
+    version = prepared.version
+    would_run = {
+        "executor": version.executor, "side_effect": version.side_effect, "mode": version.mode,
+        "timeout_s": version.timeout_s, "arguments": thaw(prepared.arguments), "args_hash": prepared.args_hash,
+    }
+    if version.is_write:
+        would_run["idempotency_key"] = idempotency_key(
+            tenant_slug=principal.tenant_slug, task_id=options.task_id, call_id=prepared.call.call_id,
+            tool=version.tool_name, args_hash=prepared.args_hash,
+        )
+    return {
+        "status": "ok", "call_id": prepared.call.call_id, "tool": version.tool_name, "version": version.number,
+        "dry_run": True, "data": {"would_run": would_run}, "cached": False, "truncated": None, "execution_id": None,
+    }
+
+
+def finish(outcome: Outcome, *, budget_chars: int | None = None) -> dict[str, Any]:
+    """The envelope the model reads: shaped result, or the envelope decided earlier."""
+    if outcome.envelope is not None:
+        return outcome.envelope
+    version = outcome.version
+    assert version is not None
+    return result_envelope(
+        call_id=outcome.call.call_id, version=version,
+        shaped=shape_result(outcome.result, version=version, budget_chars=budget_chars),
+        cached=outcome.cached, execution_id=outcome.execution_id,
+    )
+
+
+def _log(principal: AgentPrincipal, options: InvokeOptions, outcome: Outcome, envelope: dict[str, Any],
+         started: float) -> None:
+    arguments = outcome.call.arguments
+    invocation_record(
+        tenant_id=principal.tenant_id, agent_id=principal.agent_id, task_id=options.task_id,
+        call_id=outcome.call.call_id, tool_name=outcome.call.name[:200],
+        version_number=outcome.version.number if outcome.version else None,
+        status=envelope.get("status", ""), kind=envelope.get("kind", ""),
+        latency_ms=(time.perf_counter() - started) * 1000,
+        args_chars=len(arguments) if isinstance(arguments, str) else len(json.dumps(arguments, default=str)),
+        result_chars=len(json.dumps(envelope.get("data"), default=str)) if "data" in envelope else 0,
+        execution_id=outcome.execution_id, dry_run=options.dry_run, envelope=envelope,
+    )
+
+
+def invoke_calls(
+    *, principal: AgentPrincipal, session_token: str | None, options: InvokeOptions,
+    calls: Sequence[ToolCall], budget_chars: int | None = None,
+) -> list[dict[str, Any]]:
+    """Run the calls of one model turn; envelopes in the calls' order, call ids matched.
+
+    Readonly and recomputable calls execute concurrently; writes one at a time in order.
+    A batch budget is shared among the results: larger results are truncated more, none
+    is dropped.
+    """
+    started = time.perf_counter()
+    now = timezone.now()
+    prepared: list[PreparedCall | Outcome] = []
+    for call in calls:
+        try:
+            session = _session(session_token, principal, now)
+            prepared.append(prepare_call(principal=principal, session=session, options=options, call=call, now=now))
+        except ToolHubError as error:
+            prepared.append(Outcome(call=call, envelope=error.as_envelope(call_id=call.call_id, tool=call.name)))
+    if options.dry_run:
+        outcomes = [
+            p if isinstance(p, Outcome)
+            else Outcome(call=p.call, version=p.version, envelope=_dry_run_envelope(p, principal, options))
+            for p in prepared
+        ]
+    else:
+        outcomes = _execute_all(principal, options, prepared)
+    envelopes = _finish_all(outcomes, budget_chars)
+    for outcome, envelope in zip(outcomes, envelopes, strict=True):
+        _log(principal, options, outcome, envelope, started)
+    return envelopes
+
+
+def _execute_all(principal: AgentPrincipal, options: InvokeOptions,
+                 prepared: list[PreparedCall | Outcome]) -> list[Outcome]:
+    """Reads concurrently (when there are several), writes one by one in the calls' order."""
+    reads = [i for i, p in enumerate(prepared) if isinstance(p, PreparedCall) and not p.version.is_write]
+    futures = {}
+    if len(reads) > 1:
+        futures = {
+            i: _BATCH_POOL.submit(run_readonly, principal=principal, options=options, prepared=prepared[i])
+            for i in reads
+        }
+    outcomes: dict[int, Outcome] = {}
+    for i, p in enumerate(prepared):
+        if isinstance(p, Outcome):
+            outcomes[i] = p
+        elif i in futures:
+            continue
+        elif p.version.is_write:
+            outcomes[i] = run_write(principal=principal, options=options, prepared=p)
+        else:
+            outcomes[i] = run_readonly(principal=principal, options=options, prepared=p)
+    for i, future in futures.items():
+        outcomes[i] = future.result()
+    return [outcomes[i] for i in range(len(prepared))]
+
+
+def _finish_all(outcomes: list[Outcome], budget_chars: int | None) -> list[dict[str, Any]]:
+    if budget_chars is None:
+        return [finish(o) for o in outcomes]
+    sizes = [len(json.dumps(o.result, default=str)) if o.has_result else 0 for o in outcomes]
+    allowances = allot_budget(sizes, budget_chars)
+    return [finish(o, budget_chars=a or None) for o, a in zip(outcomes, allowances, strict=True)]
+
+
+MIN_ALLOWANCE_CHARS = 200
+
+
+def allot_budget(sizes: Sequence[int], budget: int) -> list[int]:
+    """Share a character budget among results (0 = no result to shape).
+
+    Water-filling: results smaller than an equal share keep all they need, and what they
+    leave is shared among the larger ones; nobody gets less than MIN_ALLOWANCE_CHARS, so a
+    result is truncated harder but never dropped.
+    """
+    allowances = [0] * len(sizes)
+    pending = sorted((size, index) for index, size in enumerate(sizes) if size > 0)
+    remaining = budget
+    for position, (size, index) in enumerate(pending):
+        share = remaining // (len(pending) - position)
+        allowances[index] = max(min(size, share), MIN_ALLOWANCE_CHARS)
+        remaining = max(remaining - allowances[index], 0)
+    return allowances
+
+
+def invoke_one(*, principal: AgentPrincipal, session_token: str | None, options: InvokeOptions,
+               call: ToolCall) -> dict[str, Any]:
+    """One call through the whole pipeline (POST /api/v1/invoke)."""
+    return invoke_calls(principal=principal, session_token=session_token, options=options, calls=[call])[0]
+
+
+def _session(token: str | None, principal: AgentPrincipal, now: datetime) -> SessionClaims | None:
+    """The end user of these calls; a bad token refuses every call (ForbiddenError)."""
+    if not token:
+        return None
+    return verify_session(token, tenant_id=principal.tenant_id, agent_id=principal.agent_id, now=now)
+
+
+def execution_envelope(*, entry: LedgerEntry) -> dict[str, Any]:
+    """The envelope of an execution as it stands now (GET /api/v1/executions/{id})."""
+    version = VersionSpec.from_model(entry.version)
+    call = ToolCall(call_id=entry.call_id, name=version.tool_name, arguments=entry.arguments)
+    if entry.state == LedgerState.COMMITTED:
+        return finish(Outcome(call=call, version=version, result=entry.result, execution_id=str(entry.pk)))
+    if entry.state == LedgerState.FAILED:
+        return {**(entry.error or {}), "execution_id": str(entry.pk)}
+    if entry.state == LedgerState.INTENT:
+        return accepted_envelope(call_id=entry.call_id, execution_id=str(entry.pk), poll=_poll_path(entry.pk))
+    return _uncertain(OutcomeUnknownError, "The outcome of this call is still unknown.", entry.pk).as_envelope(
+        call_id=entry.call_id, tool=version.tool_name
+    )

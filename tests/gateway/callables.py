@@ -1,0 +1,63 @@
+"""Python executors registered for the gateway tests: each records that it ran."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+from apps.common.errors import BusinessRuleError
+from apps.gateway.executors.base import ExecutionRejected, ExecutionRequest, tool_callable
+
+RUNS: Counter[str] = Counter()
+_LOCK = threading.Lock()
+
+
+def _ran(name: str) -> None:
+    with _LOCK:
+        RUNS[name] += 1
+
+
+@tool_callable("tests.echo")
+def echo(request: ExecutionRequest) -> dict:
+    _ran("tests.echo")
+    return {"echo": dict(request.arguments)}
+
+
+@tool_callable("tests.items")
+def items(request: ExecutionRequest) -> list[dict]:
+    _ran("tests.items")
+    return [{"n": n, "status": "paid" if n % 2 else "pending", "text": "x" * 40} for n in range(request.arguments["count"])]
+
+
+@tool_callable("tests.slow")
+def slow(request: ExecutionRequest) -> dict:
+    _ran("tests.slow")
+    time.sleep(request.arguments["sleep_ms"] / 1000)
+    return {"slept_ms": request.arguments["sleep_ms"]}
+
+
+@tool_callable("tests.reject")
+def reject(request: ExecutionRequest) -> dict:
+    _ran("tests.reject")
+    raise ExecutionRejected(BusinessRuleError("The order is already cancelled.", hint="Look the order up first."))
+
+
+@tool_callable("tests.crash")
+def crash(request: ExecutionRequest) -> dict:
+    _ran("tests.crash")
+    raise RuntimeError("secret internal detail")
+
+
+TIMELINE: list[tuple[str, float, float]] = []
+
+
+@tool_callable("tests.timed")
+def timed(request: ExecutionRequest) -> dict:
+    """Sleeps, and records when it ran, so tests can see what overlapped."""
+    _ran("tests.timed")
+    start = time.monotonic()
+    time.sleep(request.arguments["sleep_ms"] / 1000)
+    with _LOCK:
+        TIMELINE.append((request.call_id, start, time.monotonic()))
+    return {"call": request.call_id, "items": list(range(request.arguments.get("count", 1)))}
