@@ -143,7 +143,9 @@ def _check_tree(value: dict[str, Any]) -> None:
             children = node.values() if isinstance(node, dict) else node
             stack.extend((child, depth + 1) for child in children)
         elif isinstance(node, float) and not math.isfinite(node):
+            # Also what a literal like 1e400 becomes after parsing.
             raise InvalidJsonError(
-                f"The arguments contain {node}, which is not a JSON number.",
-                hint="Use a finite number, or leave the field out if you have no value for it.",
+                "The arguments contain a number that is not finite (too large, NaN or Infinity).",
+                hint="Use a finite number of reasonable size, or leave the field out if you have "
+                "no value for it.",
             )

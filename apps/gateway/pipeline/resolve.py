@@ -12,6 +12,7 @@ from .text import clip, join_names
 
 REQUEST_CAPABILITY = "request_capability"
 MAX_SUGGESTIONS = 3
+MAX_NAME_COMPARED = 128
 _MIN_NAME_SIMILARITY = 0.55
 # Verbs and fillers every tool name has; sharing them says nothing about fit.
 _STOP_WORDS = frozenset(
@@ -32,12 +33,14 @@ def _words(text: str) -> set[str]:
 
 def closest_tools(name: str, visible: Sequence[tuple[str, str]], limit: int = MAX_SUGGESTIONS) -> list[str]:
     """Up to `limit` visible tool names closest to `name` by spelling or by the words they share."""
+    # Tool names are at most 64 characters; a longer request cannot be close by spelling.
+    name = name[:MAX_NAME_COMPARED].lower()
     wanted = _words(name)
     scored = []
     for tool, description in visible:
         if tool == REQUEST_CAPABILITY:
             continue
-        similarity = difflib.SequenceMatcher(None, name.lower(), tool.lower()).ratio()
+        similarity = difflib.SequenceMatcher(None, name, tool.lower()).ratio()
         overlap = len(wanted & (_words(tool) | _words(description))) / len(wanted) if wanted else 0.0
         if similarity >= _MIN_NAME_SIMILARITY or overlap > 0:
             scored.append((max(similarity, overlap) + 0.1 * min(similarity, overlap), tool))

@@ -83,17 +83,19 @@ def effective_rules(version: VersionSpec, policy: PolicySpec) -> tuple[Mapping[s
     for rule_type, limit in policy_limits.items():
         if any(r.get("type") == rule_type for r in rules):
             continue
-        override = policy.rule_overrides.get(rule_type, {})
-        limits = [v for v in (limit, override.get("max_calls")) if _is_number(v)]
-        if limits:
-            rules.append(_narrowed({"type": rule_type, "max_calls": min(limits)}, override, None))
+        override = policy.rule_overrides.get(rule_type)
+        override = override if isinstance(override, Mapping) else {}
+        # Any of the two limits starts the rule; _narrowed then applies the smaller.
+        seed = next((v for v in (limit, override.get("max_calls")) if _is_number(v)), None)
+        if seed is not None:
+            rules.append(_narrowed({"type": rule_type, "max_calls": seed}, override, limit))
     return tuple(rules)
 
 
 def _narrowed(rule: Mapping[str, Any], override: Mapping[str, Any],
               policy_limit: int | None) -> Mapping[str, Any]:
     merged = thaw(rule)
-    for key, value in override.items():
+    for key, value in (override.items() if isinstance(override, Mapping) else ()):
         if key == "hint" and isinstance(value, str) and value.strip():
             merged["hint"] = value
         elif key in NUMERIC_LIMITS and _is_number(merged.get(key)) and _is_number(value):
@@ -173,7 +175,7 @@ def _check_max_span(arguments: Mapping[str, Any], rule: Mapping[str, Any], versi
     if dates is None:
         return
     start, end = dates
-    max_days = int(rule["max_days"])
+    max_days = max(int(rule["max_days"]), 1)
     # Both ends count: 2026-01-01..2026-01-31 covers 31 days.
     days = (end - start).days + 1
     if days <= max_days:

@@ -75,9 +75,12 @@ def test_non_finite_numbers_are_refused(token):
     assert token in caught.value.message
 
 
-def test_non_finite_numbers_in_a_mapping_are_refused_too():
-    with pytest.raises(InvalidJsonError):
-        parse_arguments({"amount": float("nan")})
+@pytest.mark.parametrize("raw", [{"amount": float("nan")}, '{"amount": 1e400}'])
+def test_numbers_that_are_not_finite_after_parsing_are_refused_too(raw):
+    with pytest.raises(InvalidJsonError) as caught:
+        parse_arguments(raw)
+
+    assert_actionable(caught.value, kind="invalid_json", recoverable=True)
 
 
 @pytest.mark.parametrize("raw", ['{"status": "paid", "status": "cancelled"}',

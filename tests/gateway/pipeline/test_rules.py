@@ -61,6 +61,14 @@ def test_a_tenant_override_cannot_widen_a_limit():
     assert effective_rules(DATED, policy)[1]["max_days"] == 90
 
 
+def test_a_nonsense_span_override_still_gives_a_usable_split():
+    policy = make_policy(rule_overrides={"max_span": {"max_days": 0}})
+
+    error = _invalid(_dates("2026-01-01", "2026-01-02"), policy=policy)
+
+    assert "2026-01-01..2026-01-01, 2026-01-02..2026-01-02." in error.hint
+
+
 def test_policy_budgets_narrow_declared_rules_and_add_missing_ones():
     version = make_version(rules=[{"type": "task_budget", "max_calls": 5}])
     policy = make_policy(task_call_budget=2, daily_quota_per_subject=50)
@@ -69,6 +77,14 @@ def test_policy_budgets_narrow_declared_rules_and_add_missing_ones():
 
     assert rules == [{"type": "task_budget", "max_calls": 2},
                      {"type": "daily_quota", "max_calls": 50}]
+
+
+def test_a_rule_override_alone_adds_a_budget_the_version_lacks():
+    policy = make_policy(daily_quota_per_subject=50, rule_overrides={"daily_quota": {"max_calls": 20}})
+
+    assert [dict(rule) for rule in effective_rules(make_version(), policy)] == [
+        {"type": "daily_quota", "max_calls": 20},
+    ]
 
 
 # --- rules the arguments alone can satisfy ---
