@@ -1,0 +1,123 @@
+"""Stage 3: give each action one canonical form, and a hash that identifies it.
+
+Whitespace, case, date spellings and timestamps make the same action look new; after the
+version's declared normalizers, the same action has the same `args_hash` (RFC 8785 JSON,
+SHA-256), which the ledger keys on and the loop guard counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date, datetime
+from typing import Any
+
+import rfc8785
+
+from apps.common.errors import ErrorDetail, InvalidArgsError
+from apps.gateway.contracts import NormalizedArguments, VersionSpec
+
+from .text import pointer
+
+_DATE_FORMS = (
+    re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$"),
+    re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})$"),
+    re.compile(r"^(\d{4})(\d{2})(\d{2})$"),
+)
+_DATETIME_FORM = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def canonical_date(text: str) -> str:
+    """`text` as YYYY-MM-DD when it is an unambiguous date (year first) or ISO 8601 datetime.
+
+    Anything else comes back unchanged, for the schema or the rules to judge. A datetime
+    keeps the calendar date it was written with: converting to UTC could move it a day.
+    """
+    value = text.strip()
+    for form in _DATE_FORMS:
+        if match := form.match(value):
+            try:
+                return date(*(int(part) for part in match.groups())).isoformat()
+            except ValueError:
+                return text
+    if _DATETIME_FORM.match(value):
+        try:
+            return datetime.fromisoformat(value).date().isoformat()
+        except ValueError:
+            return text
+    return text
+
+
+_OPS: dict[str, Callable[[str], str]] = {
+    "trim": str.strip,
+    "lower": str.lower,
+    "upper": str.upper,
+    "date": canonical_date,
+}
+
+
+def normalize_value(value: Any, ops: Iterable[str]) -> Any:
+    """`value` with the declared string ops applied in order (to each string of a list too)."""
+    if isinstance(value, list):
+        return [normalize_value(item, ops) for item in value]
+    if not isinstance(value, str):
+        return value
+    for op in ops:
+        if transform := _OPS.get(op):
+            value = transform(value)
+    return value
+
+
+def normalize_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> NormalizedArguments:
+    """Every field kept, normalized as declared; the hash leaves out volatile and bound fields.
+
+    Bound fields are left out of the hash because identity comes from the session, not from
+    what the model sent. Raises InvalidArgsError for numbers RFC 8785 cannot encode.
+    """
+    normalizers = version.normalizers
+    normalized = {
+        name: normalize_value(value, normalizers[name]) if name in normalizers else value
+        for name, value in arguments.items()
+    }
+    volatile = {name for name, ops in normalizers.items() if "volatile" in ops}
+    hashed = {
+        name: value for name, value in normalized.items()
+        if name not in volatile and name not in version.context_bindings
+    }
+    return NormalizedArguments(arguments=normalized, args_hash=args_hash(hashed))
+
+
+def args_hash(arguments: Mapping[str, Any]) -> str:
+    """SHA-256 hex of the RFC 8785 canonical JSON of `arguments`."""
+    try:
+        canonical = rfc8785.dumps(dict(arguments))
+    except rfc8785.CanonicalizationError:
+        where = _unencodable_path(arguments) or ()
+        raise InvalidArgsError(
+            f"A number in the arguments cannot be represented exactly in JSON (at {pointer(where)}).",
+            hint=f"Send integers between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER} and finite "
+            "numbers only; send longer identifiers as strings.",
+            details=[ErrorDetail(path=pointer(where), problem="number outside the exact JSON range")],
+        ) from None
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def _unencodable_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """The path of the first value RFC 8785 refuses, None if there is none."""
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str | int, Any]] = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        try:
+            rfc8785.dumps(value)
+        except rfc8785.CanonicalizationError:
+            return path
+        return None
+    for key, child in items:
+        found = _unencodable_path(child, (*path, key))
+        if found is not None:
+            return found
+    return None

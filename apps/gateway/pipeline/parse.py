@@ -1,0 +1,151 @@
+"""Stage 1: turn what the model wrote into a JSON object, or say precisely why not."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from apps.common.errors import ErrorDetail, InvalidArgsError, InvalidJsonError
+
+from .text import clip, quote
+
+MAX_DEPTH = 32
+
+_SHAPE_HINT = (
+    'Send the arguments as one JSON object, e.g. {"status": "paid", "limit": 20}: keys and '
+    "strings in double quotes, no trailing commas, no comments; send {} when the tool takes no "
+    "arguments."
+)
+# json's messages for the mistakes models make most, with what to change.
+_TIPS = {
+    "Expecting property name enclosed in double quotes": (
+        "Keys need double quotes, and there must be no comma before a closing }."
+    ),
+    "Expecting value": (
+        "A value is missing or is not JSON: use double-quoted strings, numbers, true, false or "
+        "null (not None, True or single quotes), and no comma before ] or }."
+    ),
+    "Extra data": "Send exactly one JSON object, with nothing after its closing }.",
+    "Unterminated string": "A string is not closed: end it with a double quote.",
+    "Invalid control character": "Escape line breaks and tabs inside strings as \\n and \\t.",
+}
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+class _NonFinite(Exception):
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _reject_constant(token: str) -> Any:
+    raise _NonFinite(token)
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """The arguments as a new dict. Raises InvalidJsonError or InvalidArgsError.
+
+    A string is parsed as JSON ("" or whitespace means no arguments); a mapping is copied.
+    """
+    if isinstance(raw, bytes | bytearray):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidJsonError(
+                "The arguments are not valid UTF-8 text.", hint=_SHAPE_HINT
+            ) from None
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        value = _loads(raw)
+    elif isinstance(raw, Mapping):
+        value = dict(raw)
+    else:
+        value = raw
+    if not isinstance(value, dict):
+        raise _not_an_object(value)
+    _check_tree(value)
+    return value
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_unique_object, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        near = clip(exc.doc[max(exc.pos - 20, 0) : exc.pos + 20].replace("\n", " "), 40)
+        tip = next((t for prefix, t in _TIPS.items() if exc.msg.startswith(prefix)), "")
+        raise InvalidJsonError(
+            f"The arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column "
+            f"{exc.colno} (char {exc.pos}), near {near!r}.",
+            hint=f"{tip} {_SHAPE_HINT}".strip(),
+        ) from None
+    except _DuplicateKey as exc:
+        raise InvalidJsonError(
+            f"The arguments repeat the key {quote(exc.key)}.",
+            hint=f"Send each key once: keep only the value you mean for {quote(exc.key)}.",
+        ) from None
+    except _NonFinite as exc:
+        raise InvalidJsonError(
+            f"The arguments contain {exc.token}, which is not a JSON number.",
+            hint="Use a finite number, or leave the field out if you have no value for it.",
+        ) from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _not_an_object(value: Any) -> InvalidArgsError:
+    got = "null" if value is None else type(value).__name__
+    got = {"str": "a string", "list": "an array", "bool": "a boolean", "int": "a number",
+           "float": "a number"}.get(got, got)
+    hint = _SHAPE_HINT
+    if isinstance(value, str):
+        hint = "The arguments were encoded twice: send the object itself, not a JSON string of it."
+    elif isinstance(value, list):
+        hint = "Send one object with named fields, not an array. " + _SHAPE_HINT
+    return InvalidArgsError(
+        f"The arguments must be a JSON object, not {got}.",
+        hint=hint,
+        details=[ErrorDetail(path="/", problem=f"expected an object, got {got}")],
+    )
+
+
+def _too_deep() -> InvalidArgsError:
+    return InvalidArgsError(
+        f"The arguments are nested deeper than {MAX_DEPTH} levels.",
+        hint="Send a flat object with the fields the tool's schema lists; no tool here takes "
+        "deeply nested data.",
+        details=[ErrorDetail(path="/", problem=f"nesting deeper than {MAX_DEPTH} levels")],
+    )
+
+
+def _check_tree(value: dict[str, Any]) -> None:
+    """Depth and number checks without recursion, for objects that did not come from `_loads`."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > MAX_DEPTH:
+                raise _too_deep()
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(node, float) and not math.isfinite(node):
+            # Also what a literal like 1e400 becomes after parsing.
+            raise InvalidJsonError(
+                "The arguments contain a number that is not finite (too large, NaN or Infinity).",
+                hint="Use a finite number of reasonable size, or leave the field out if you have "
+                "no value for it.",
+            )

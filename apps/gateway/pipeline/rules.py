@@ -1,0 +1,259 @@
+"""Stage 5: the version's declared business rules, as narrowed by the tenant's policy.
+
+Rules the arguments alone can satisfy (date order, max span) answer `invalid_args`, with the
+swap or the split spelled out; rules about state (per-task budget, daily quota, a required
+earlier call, custom callables) answer `business_rule`. A tenant can only narrow a rule:
+numeric limits take the smaller value, and hints may be replaced.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date, timedelta
+from types import MappingProxyType
+from typing import Any
+
+from apps.common.errors import BusinessRuleError, ErrorDetail, InvalidArgsError, UnavailableError
+from apps.gateway.contracts import CallContext, PolicySpec, TaskHistory, VersionSpec, thaw
+
+from .text import clip, pointer
+
+BusinessRule = Callable[[Mapping[str, Any], CallContext, TaskHistory], None]
+
+NUMERIC_LIMITS = ("max_days", "max_calls")
+MAX_SPLIT_SHOWN = 6
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+_custom_rules: dict[str, BusinessRule] = {}
+
+
+def business_rule(name: str) -> Callable[[BusinessRule], BusinessRule]:
+    """Register `func(arguments, context, history) -> None` as the custom rule `name`.
+
+    The function raises BusinessRuleError when the call must not run. Registering another
+    function under a taken name is refused: two rules must not silently swap.
+    """
+
+    def register(func: BusinessRule) -> BusinessRule:
+        existing = _custom_rules.get(name)
+        if existing is not None and _qualified(existing) != _qualified(func):
+            raise ValueError(f"business rule {name!r} is already registered by {_qualified(existing)}")
+        _custom_rules[name] = func
+        return func
+
+    return register
+
+
+def registered_rule_names() -> list[str]:
+    """Names a version's `custom` rules may use (for the catalog's save-time check)."""
+    return sorted(_custom_rules)
+
+
+def _qualified(func: Callable[..., Any]) -> str:
+    return f"{func.__module__}.{func.__qualname__}"
+
+
+@dataclass(frozen=True)
+class HistoryNeeds:
+    """Which counters the state rules read; each costs the orchestrator a round trip."""
+
+    task_calls: bool = False
+    subject_calls: bool = False
+    committed_tools: bool = False
+
+
+def effective_rules(version: VersionSpec, policy: PolicySpec) -> tuple[Mapping[str, Any], ...]:
+    """The version's rules with the tenant's narrowing applied.
+
+    `policy.rule_overrides` (by rule type) lowers numeric limits and may replace hints;
+    `task_call_budget` and `daily_quota_per_subject` narrow the matching rules and add one
+    when the version declares none.
+    """
+    policy_limits = {"task_budget": policy.task_call_budget,
+                     "daily_quota": policy.daily_quota_per_subject}
+    rules = []
+    for rule in version.rules:
+        rule_type = rule.get("type", "")
+        rules.append(_narrowed(rule, policy.rule_overrides.get(rule_type, {}),
+                               policy_limits.get(rule_type)))
+    for rule_type, limit in policy_limits.items():
+        if any(r.get("type") == rule_type for r in rules):
+            continue
+        override = policy.rule_overrides.get(rule_type)
+        override = override if isinstance(override, Mapping) else {}
+        # Any of the two limits starts the rule; _narrowed then applies the smaller.
+        seed = next((v for v in (limit, override.get("max_calls")) if _is_number(v)), None)
+        if seed is not None:
+            rules.append(_narrowed({"type": rule_type, "max_calls": seed}, override, limit))
+    return tuple(rules)
+
+
+def _narrowed(rule: Mapping[str, Any], override: Mapping[str, Any],
+              policy_limit: int | None) -> Mapping[str, Any]:
+    merged = thaw(rule)
+    for key, value in (override.items() if isinstance(override, Mapping) else ()):
+        if key == "hint" and isinstance(value, str) and value.strip():
+            merged["hint"] = value
+        elif key in NUMERIC_LIMITS and _is_number(merged.get(key)) and _is_number(value):
+            merged[key] = min(merged[key], value)
+    if policy_limit is not None and _is_number(merged.get("max_calls")):
+        merged["max_calls"] = min(merged["max_calls"], policy_limit)
+    return MappingProxyType(merged)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def history_needed(version: VersionSpec, policy: PolicySpec) -> HistoryNeeds:
+    """The history counters `check_state_rules` will read for this version and policy."""
+    types = {rule.get("type") for rule in effective_rules(version, policy)}
+    # A custom rule may read any counter.
+    custom = "custom" in types
+    return HistoryNeeds(
+        task_calls=custom or "task_budget" in types,
+        subject_calls=custom or "daily_quota" in types,
+        committed_tools=custom or "requires_earlier_call" in types,
+    )
+
+
+def check_argument_rules(arguments: Mapping[str, Any], version: VersionSpec, policy: PolicySpec) -> None:
+    """Raises InvalidArgsError for a broken date order or a range longer than allowed."""
+    for rule in effective_rules(version, policy):
+        if rule.get("type") == "date_order":
+            _check_date_order(arguments, rule)
+        elif rule.get("type") == "max_span":
+            _check_max_span(arguments, rule, version)
+
+
+def _rule_dates(arguments: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[date, date] | None:
+    start = _parse_date(arguments.get(rule["start"]), rule["start"])
+    end = _parse_date(arguments.get(rule["end"]), rule["end"])
+    return (start, end) if start is not None and end is not None else None
+
+
+def _parse_date(value: Any, field: str) -> date | None:
+    """A YYYY-MM-DD date; None for other shapes (the schema judges those)."""
+    if not isinstance(value, str) or not (match := _ISO_DATE.match(value)):
+        return None
+    year, month, day = (int(part) for part in match.groups())
+    try:
+        return date(year, month, day)
+    except ValueError:
+        pass
+    if 1 <= month <= 12:
+        days = calendar.monthrange(year, month)[1]
+        hint = f"Use a real calendar date: {year}-{month:02d} has {days} days."
+    else:
+        hint = "Use a real calendar date as YYYY-MM-DD, with a month from 01 to 12."
+    raise InvalidArgsError(
+        f"{field} {clip(value)} is not a real date.",
+        hint=hint,
+        details=[ErrorDetail(path=pointer([field]), problem="not a calendar date")],
+    )
+
+
+def _check_date_order(arguments: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
+    dates = _rule_dates(arguments, rule)
+    if dates is None or dates[1] >= dates[0]:
+        return
+    start_field, end_field = rule["start"], rule["end"]
+    start, end = dates
+    raise InvalidArgsError(
+        f"{end_field} ({end}) is before {start_field} ({start}).",
+        hint=rule.get("hint") or f"Swap {start_field} and {end_field} and call again.",
+        details=[ErrorDetail(path=pointer([end_field]), problem=f"is before {start_field} {start}")],
+    )
+
+
+def _check_max_span(arguments: Mapping[str, Any], rule: Mapping[str, Any], version: VersionSpec) -> None:
+    dates = _rule_dates(arguments, rule)
+    if dates is None:
+        return
+    start, end = dates
+    max_days = max(int(rule["max_days"]), 1)
+    # Both ends count: 2026-01-01..2026-01-31 covers 31 days.
+    days = (end - start).days + 1
+    if days <= max_days:
+        return
+    start_field, end_field = rule["start"], rule["end"]
+    count = math.ceil(days / max_days)
+    ranges = []
+    for index in range(min(count, MAX_SPLIT_SHOWN)):
+        first = start + timedelta(days=index * max_days)
+        ranges.append(f"{first}..{min(first + timedelta(days=max_days - 1), end)}")
+    listing = ", ".join(ranges) + (f", … ({count} ranges in all)" if count > MAX_SPLIT_SHOWN else "")
+    hint = (
+        f"{start_field}..{end_field} may cover at most {max_days} days. Split the range into "
+        f"{count} consecutive calls of at most {max_days} days each: {listing}."
+    )
+    if rule.get("hint"):
+        hint = f"{rule['hint']} {hint}"
+    problem = f"the range covers {days} days, more than {max_days}"
+    raise InvalidArgsError(
+        f"The range {start}..{end} covers {days} days; {version.tool_name} allows at most "
+        f"{max_days} days per call.",
+        hint=hint,
+        details=[ErrorDetail(path=pointer([start_field]), problem=problem),
+                 ErrorDetail(path=pointer([end_field]), problem=problem)],
+    )
+
+
+def check_state_rules(
+    arguments: Mapping[str, Any], version: VersionSpec, context: CallContext, history: TaskHistory
+) -> None:
+    """Raises BusinessRuleError when a state rule refuses the call.
+
+    Raises UnavailableError when a custom rule names no registered callable: the tool is
+    misconfigured, and nothing runs with a rule skipped.
+    """
+    tool = version.tool_name
+    for rule in effective_rules(version, context.policy):
+        rule_type = rule.get("type")
+        own_hint = rule.get("hint")
+        if rule_type == "task_budget" and history.calls_of_tool_in_task >= rule["max_calls"]:
+            raise BusinessRuleError(
+                f"{tool} was already called {history.calls_of_tool_in_task} times in this task; "
+                f"the limit is {rule['max_calls']} per task.",
+                hint=own_hint or f"Do not call {tool} again in this task: work with the results "
+                "you already have, or answer the user with what you know.",
+            )
+        if rule_type == "daily_quota" and history.subject_calls_today >= rule["max_calls"]:
+            raise BusinessRuleError(
+                f"This user's daily limit of {rule['max_calls']} calls of {tool} is used up.",
+                hint=own_hint or f"Do not call {tool} again today for this user: tell the user "
+                "the daily limit is reached and that it resets tomorrow.",
+            )
+        if rule_type == "requires_earlier_call" and rule["tool"] not in history.committed_tools_in_task:
+            raise BusinessRuleError(
+                f"{tool} needs a successful call of {rule['tool']} earlier in this task.",
+                hint=own_hint or f"Call {rule['tool']} first in this task, then call {tool} again.",
+            )
+        if rule_type == "custom":
+            _run_custom(rule, arguments, context, history, version)
+
+
+def _run_custom(rule: Mapping[str, Any], arguments: Mapping[str, Any], context: CallContext,
+                history: TaskHistory, version: VersionSpec) -> None:
+    name = str(rule.get("callable", ""))
+    func = _custom_rules.get(name)
+    if func is None:
+        raise UnavailableError(
+            f"{version.tool_name} cannot be called: its rule {clip(name, 60)!r} is not registered "
+            "in this ToolHub.",
+            hint="This is a problem in the tool's definition, not in your call: do not retry. "
+            "Use another tool or tell the user this action is unavailable for now.",
+        )
+    try:
+        func(MappingProxyType(dict(arguments)), context, history)
+    except BusinessRuleError as exc:
+        if not rule.get("hint"):
+            raise
+        raise BusinessRuleError(
+            exc.message, hint=rule["hint"], details=exc.details, retry_after_s=exc.retry_after_s,
+            extra=exc.extra,
+        ) from None
