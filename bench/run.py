@@ -47,13 +47,17 @@ def manage(*args: str) -> str:
 
 def create_database() -> None:
     name = ENV["DATABASE_URL"].rsplit("/", 1)[1]
-    subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc", f"CREATE DATABASE {name}"],
-                   capture_output=True)
+    subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-qc", f"CREATE DATABASE {name}"], capture_output=True
+    )
 
 
 def mint_session(agent_key: str) -> str:
-    response = httpx.post(f"{BASE}/api/v1/sessions", json={"subject": "u-1001", "ttl_s": 3600},
-                          headers={"Authorization": f"Bearer {agent_key}"})
+    response = httpx.post(
+        f"{BASE}/api/v1/sessions",
+        json={"subject": "u-1001", "ttl_s": 3600},
+        headers={"Authorization": f"Bearer {agent_key}"},
+    )
     response.raise_for_status()
     return response.json()["token"]
 
@@ -98,15 +102,28 @@ def main() -> None:
     manage("migrate", "-v0")
     agent_key = re.search(r"^AGENT_KEY=(\S+)$", manage("seed_demo"), re.M).group(1)
     server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("gunicorn")), "toolhub.wsgi", "-b", f"127.0.0.1:{PORT}",
-         "-w", "2", "--log-level", "warning"],
-        cwd=ROOT, env=ENV, start_new_session=True,
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "toolhub.wsgi",
+            "-b",
+            f"127.0.0.1:{PORT}",
+            "-w",
+            "2",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=ENV,
+        start_new_session=True,
     )
     try:
         wait_until_up()
         auth = {"Authorization": f"Bearer {agent_key}", "Content-Type": "application/json"}
         governed_headers = {**auth, "X-ToolHub-Session": mint_session(agent_key)}
-        for warm_up in (lambda: wrk(BARE_PATH, {}), lambda: wrk("/api/v1/invoke", governed_headers, "invoke.lua")):
+        for warm_up in (
+            lambda: wrk(BARE_PATH, {}),
+            lambda: wrk("/api/v1/invoke", governed_headers, "invoke.lua"),
+        ):
             warm_up()
         bare = wrk(BARE_PATH, {})
         governed = wrk("/api/v1/invoke", governed_headers, "invoke.lua")
@@ -115,7 +132,10 @@ def main() -> None:
         server.wait(timeout=30)
     print(f"\nToolHub benchmark: gunicorn -w 2, wrk -t2 -c{CONNECTIONS} -d{DURATION_S}s, loopback, one run")
     print(f"{'endpoint':<34}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
-    for name, figures in (("bare DRF search (no governance)", bare), ("governed invoke search_orders", governed)):
+    for name, figures in (
+        ("bare DRF search (no governance)", bare),
+        ("governed invoke search_orders", governed),
+    ):
         print(f"{name:<34}{figures['rps']:>10.0f}{figures['p50_ms']:>10.2f}{figures['p99_ms']:>10.2f}")
     print(f"\nratio governed/bare requests/s: {governed['rps'] / bare['rps']:.2f}  (target >= 0.50)")
 

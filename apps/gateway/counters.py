@@ -40,8 +40,13 @@ def _rate_key(agent_id: int, tool: str, now: datetime) -> str:
 
 
 def task_history(
-    *, tenant_id: int, task_id: str, call: PreparedCall, needs: HistoryNeeds,
-    required_tools: Iterable[str], now: datetime,
+    *,
+    tenant_id: int,
+    task_id: str,
+    call: PreparedCall,
+    needs: HistoryNeeds,
+    required_tools: Iterable[str],
+    now: datetime,
 ) -> TaskHistory:
     """What earlier calls of this task (and this subject today) did: one cache round trip."""
     tool = call.version.tool_name
@@ -70,7 +75,9 @@ def _incr(key: str, ttl_s: int) -> int:
         return int(cache.incr(key))
 
 
-def count_call(*, tenant_id: int, task_id: str, call: PreparedCall, needs: HistoryNeeds, now: datetime) -> None:
+def count_call(
+    *, tenant_id: int, task_id: str, call: PreparedCall, needs: HistoryNeeds, now: datetime
+) -> None:
     """Count a call that went on to execution."""
     tool = call.version.tool_name
     _incr(_identical_key(tenant_id, task_id, tool, call.args_hash), _TASK_TTL_S)

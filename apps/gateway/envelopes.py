@@ -193,8 +193,11 @@ def _summary(items: list[Any]) -> dict[str, Any]:
         elif kinds == {str}:
             counts = Counter(values)
             counts.pop(None, None)
-            if (len(counts) <= CATEGORY_MAX_VALUES and len(counts) < counts.total()
-                    and all(len(value) <= CATEGORY_MAX_LENGTH for value in counts)):
+            if (
+                len(counts) <= CATEGORY_MAX_VALUES
+                and len(counts) < counts.total()
+                and all(len(value) <= CATEGORY_MAX_LENGTH for value in counts)
+            ):
                 fields[name] = dict(counts.most_common())
         if len(fields) >= SUMMARY_MAX_FIELDS:
             break
@@ -246,8 +249,14 @@ def result_envelope(
     """The ok or empty envelope of a shaped result."""
     if shaped.status == "empty":
         return empty_envelope(call_id=call_id, version=version, raw=shaped.data)
-    return ok_envelope(call_id=call_id, version=version, data=shaped.data, cached=cached,
-                       truncated=shaped.truncated, execution_id=execution_id)
+    return ok_envelope(
+        call_id=call_id,
+        version=version,
+        data=shaped.data,
+        cached=cached,
+        truncated=shaped.truncated,
+        execution_id=execution_id,
+    )
 
 
 def _poll_envelope(status: str, call_id: str, execution_id: Any, poll: str | None) -> dict[str, Any]:

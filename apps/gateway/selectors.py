@@ -72,7 +72,9 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
     tools = Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id)).select_related("replaced_by")
     versions_by_tool: dict[int, list[ToolVersion]] = {}
     for version in (
-        ToolVersion.objects.filter(tool__in=tools, status__in=[VersionStatus.PUBLISHED, VersionStatus.DEPRECATED])
+        ToolVersion.objects.filter(
+            tool__in=tools, status__in=[VersionStatus.PUBLISHED, VersionStatus.DEPRECATED]
+        )
         .select_related("tool")
         .order_by("tool_id", "-number")
     ):
@@ -116,7 +118,8 @@ def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
     replacement = tool.replaced_by.name if tool.replaced_by_id else None
     state = f"version {version.number} is {version.status}" if version else "no version is published"
     hint = (
-        f"Use {replacement} instead." if replacement
+        f"Use {replacement} instead."
+        if replacement
         else "Tell the user this tool is not available now; do not retry it."
     )
     return UnavailableError(f"The tool {tool.name} is unavailable: {state}.", hint=hint)
@@ -145,11 +148,11 @@ def _check_toolset(catalog: AgentCatalog, toolset: str | None, phase: str | None
     if toolset and toolset not in catalog.toolsets:
         raise InvalidArgsError(
             f"There is no toolset named {toolset!r}.",
-            hint=f"Known toolsets: {', '.join(sorted(catalog.toolsets)) or 'none'}."
+            hint=f"Known toolsets: {', '.join(sorted(catalog.toolsets)) or 'none'}.",
         )
     if toolset and phase and phase not in catalog.toolsets[toolset]:
         phases = sorted(p for p in catalog.toolsets[toolset] if p)
         raise InvalidArgsError(
             f"The toolset {toolset!r} has no phase {phase!r}.",
-            hint=f"Its phases: {', '.join(phases) or 'none'}."
+            hint=f"Its phases: {', '.join(phases) or 'none'}.",
         )

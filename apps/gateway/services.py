@@ -39,7 +39,7 @@ from apps.tenancy.sessions import SessionClaims, verify_session
 
 from . import counters
 from .contracts import CallContext, PreparedCall, ToolCall, VersionSpec, thaw
-from .envelopes import accepted_envelope, result_envelope, shape_result
+from .envelopes import accepted_envelope, json_size, result_envelope, shape_result
 from .executors import execute
 from .executors.base import (
     ExecutionAmbiguous,
@@ -92,17 +92,31 @@ def idempotency_key(*, tenant_slug: str, task_id: str, call_id: str, tool: str, 
     return f"{tenant_slug}/{task_id}/{call_id}/{tool}/{args_hash}"
 
 
-def _context(principal: AgentPrincipal, session: SessionClaims | None, options: InvokeOptions,
-             version: VersionSpec, now: datetime) -> CallContext:
+def _context(
+    principal: AgentPrincipal,
+    session: SessionClaims | None,
+    options: InvokeOptions,
+    version: VersionSpec,
+    now: datetime,
+) -> CallContext:
     catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
     return CallContext(
-        tenant_id=principal.tenant_id, tenant_slug=principal.tenant_slug, agent_id=principal.agent_id,
-        task_id=options.task_id, now=now, session=session, policy=catalog.policy_for(version.tool_id),
+        tenant_id=principal.tenant_id,
+        tenant_slug=principal.tenant_slug,
+        agent_id=principal.agent_id,
+        task_id=options.task_id,
+        now=now,
+        session=session,
+        policy=catalog.policy_for(version.tool_id),
     )
 
 
 def prepare_call(
-    *, principal: AgentPrincipal, session: SessionClaims | None, options: InvokeOptions, call: ToolCall,
+    *,
+    principal: AgentPrincipal,
+    session: SessionClaims | None,
+    options: InvokeOptions,
+    call: ToolCall,
     now: datetime,
 ) -> PreparedCall:
     """The validation layer: every check that can refuse a call before anything runs.
@@ -111,8 +125,11 @@ def prepare_call(
     model should see. Counts the call for loop, budget and quota checks unless dry_run.
     """
     version = resolve_tool(
-        tenant_id=principal.tenant_id, agent_id=principal.agent_id, name=call.name,
-        toolset=options.toolset, phase=options.phase,
+        tenant_id=principal.tenant_id,
+        agent_id=principal.agent_id,
+        name=call.name,
+        toolset=options.toolset,
+        phase=options.phase,
     )
     context = _context(principal, session, options, version, now)
     arguments = parse_arguments(call.arguments)
@@ -121,12 +138,18 @@ def prepare_call(
     bound = apply_bindings(normalized.arguments, version, session)
     check_argument_rules(bound, version, context.policy)
     prepared = PreparedCall(
-        call=call, version=version, arguments=bound, args_hash=normalized.args_hash,
+        call=call,
+        version=version,
+        arguments=bound,
+        args_hash=normalized.args_hash,
         subject=session.subject if session else "",
     )
     needs = history_needed(version, context.policy)
     history = counters.task_history(
-        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs,
+        tenant_id=principal.tenant_id,
+        task_id=options.task_id,
+        call=prepared,
+        needs=needs,
         required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
         now=now,
     )
@@ -137,17 +160,26 @@ def prepare_call(
     limit = context.policy.rate_limit_per_minute or settings.TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE
     calls, retry_after_s = counters.count_rate(agent_id=principal.agent_id, tool=version.tool_name, now=now)
     check_rate(calls_in_window=calls, limit=limit, retry_after_s=retry_after_s)
-    counters.count_call(tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now)
+    counters.count_call(
+        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
+    )
     return prepared
 
 
-def _execution_request(principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall,
-                       key: str | None) -> ExecutionRequest:
+def _execution_request(
+    principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall, key: str | None
+) -> ExecutionRequest:
     version = prepared.version
     return ExecutionRequest(
-        tenant_slug=principal.tenant_slug, task_id=options.task_id, call_id=prepared.call.call_id,
-        tool_name=version.tool_name, version_number=version.number, arguments=thaw(prepared.arguments),
-        timeout_s=version.timeout_s, config=thaw(version.executor_config), subject=prepared.subject,
+        tenant_slug=principal.tenant_slug,
+        task_id=options.task_id,
+        call_id=prepared.call.call_id,
+        tool_name=version.tool_name,
+        version_number=version.number,
+        arguments=thaw(prepared.arguments),
+        timeout_s=version.timeout_s,
+        config=thaw(version.executor_config),
+        subject=prepared.subject,
         idempotency_key=key,
     )
 
@@ -173,21 +205,33 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
     try:
         result = execute(version.executor, _execution_request(principal, options, prepared, key=None))
     except ExecutionRejected as exc:
-        return Outcome(call=call, version=version, envelope=exc.error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+        return Outcome(
+            call=call,
+            version=version,
+            envelope=exc.error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+        )
     except ExecutionTimedOut:
         error: ToolHubError = ToolTimeoutError(
             f"{version.tool_name} did not answer within {version.timeout_s} s.",
             hint="It changes nothing, but calling it the same way will likely time out again: "
             "narrow the request (fewer items, a shorter range) or tell the user it is slow now.",
         )
-        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+        return Outcome(
+            call=call,
+            version=version,
+            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+        )
     except ExecutionError as exc:
         logger.warning("readonly %s failed upstream: %s", version.tool_name, exc)
         error = UpstreamError(
             f"{version.tool_name}'s external system failed to answer.",
             hint="The problem is on the provider's side; tell the user and try later, not now.",
         )
-        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+        return Outcome(
+            call=call,
+            version=version,
+            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+        )
     counters.mark_done(tenant_id=principal.tenant_id, task_id=options.task_id, tool=version.tool_name)
     return Outcome(call=call, version=version, result=result)
 
@@ -200,9 +244,15 @@ def _replay(entry: LedgerEntry, key: str, prepared: PreparedCall) -> Outcome:
             f"call id {call.call_id!r} was already used in this task for another tool or other arguments.",
             hint="Give every new call its own call id; reuse a call id only to repeat exactly the same call.",
         )
-        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name))
+        return Outcome(
+            call=call,
+            version=version,
+            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+        )
     if entry.state == LedgerState.COMMITTED:
-        return Outcome(call=call, version=version, result=entry.result, execution_id=str(entry.pk), cached=True)
+        return Outcome(
+            call=call, version=version, result=entry.result, execution_id=str(entry.pk), cached=True
+        )
     if entry.state == LedgerState.FAILED:
         envelope = {**(entry.error or {}), "call_id": call.call_id, "cached": True}
         return Outcome(call=call, version=version, envelope=envelope, execution_id=str(entry.pk))
@@ -212,34 +262,51 @@ def _replay(entry: LedgerEntry, key: str, prepared: PreparedCall) -> Outcome:
             "This exact call is executing right now.",
             hint=f"Wait {wait} s and send the same call (same call id) again to get its result; "
             "do not send it with a new call id.",
-            retry_after_s=wait, extra={"execution_id": str(entry.pk), "poll": _poll_path(entry.pk)},
+            retry_after_s=wait,
+            extra={"execution_id": str(entry.pk), "poll": _poll_path(entry.pk)},
         )
     else:
         error = _uncertain(
             OutcomeUnknownError, "This call was made before and its outcome is still unknown.", entry.pk
         )
-    return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
-                   execution_id=str(entry.pk))
+    return Outcome(
+        call=call,
+        version=version,
+        envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+        execution_id=str(entry.pk),
+    )
 
 
 def run_write(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
     """Execute a write at most once per idempotency key, with the ledger around it."""
     call, version = prepared.call, prepared.version
     key = idempotency_key(
-        tenant_slug=principal.tenant_slug, task_id=options.task_id, call_id=call.call_id,
-        tool=version.tool_name, args_hash=prepared.args_hash,
+        tenant_slug=principal.tenant_slug,
+        task_id=options.task_id,
+        call_id=call.call_id,
+        tool=version.tool_name,
+        args_hash=prepared.args_hash,
     )
     opened = ledger_open_intent(
         spec=IntentSpec(
-            tenant_id=principal.tenant_id, agent_id=principal.agent_id, key=key, task_id=options.task_id,
-            call_id=call.call_id, tool_id=version.tool_id, version_id=version.version_id,
-            subject=prepared.subject, args_hash=prepared.args_hash, arguments=thaw(prepared.arguments),
+            tenant_id=principal.tenant_id,
+            agent_id=principal.agent_id,
+            key=key,
+            task_id=options.task_id,
+            call_id=call.call_id,
+            tool_id=version.tool_id,
+            version_id=version.version_id,
+            subject=prepared.subject,
+            args_hash=prepared.args_hash,
+            arguments=thaw(prepared.arguments),
         ),
         actor=f"agent:{principal}",
     )
     if not opened.created:
         return _replay(opened.entry, key, prepared)
-    return execute_entry(entry=opened.entry, request=_execution_request(principal, options, prepared, key), prepared=prepared)
+    return execute_entry(
+        entry=opened.entry, request=_execution_request(principal, options, prepared, key), prepared=prepared
+    )
 
 
 def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: PreparedCall) -> Outcome:
@@ -251,7 +318,9 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
         result = execute(version.executor, request)
     except ExecutionRejected as exc:
         envelope = exc.error.as_envelope(call_id=call.call_id, tool=version.tool_name)
-        ledger_record_outcome(entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=exc.error.message)
+        ledger_record_outcome(
+            entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=exc.error.message
+        )
         return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
     except ExecutionNotSent as exc:
         error: ToolHubError = UpstreamError(
@@ -260,45 +329,76 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
             "try again later with a new call id.",
         )
         envelope = error.as_envelope(call_id=call.call_id, tool=version.tool_name)
-        ledger_record_outcome(entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=str(exc))
+        ledger_record_outcome(
+            entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=str(exc)
+        )
         return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
     except (ExecutionTimedOut, ExecutionAmbiguous) as exc:
         timed_out = isinstance(exc, ExecutionTimedOut)
         error = _uncertain(
             ToolTimeoutError if timed_out else UpstreamError,
-            f"{version.tool_name} did not answer within {version.timeout_s} s." if timed_out
+            f"{version.tool_name} did not answer within {version.timeout_s} s."
+            if timed_out
             else f"{version.tool_name}'s external system failed after receiving the call.",
             entry.pk,
         )
         ledger_record_outcome(entry=entry, to_state=LedgerState.UNKNOWN, actor=actor, note=str(exc))
-        return Outcome(call=call, version=version, envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
-                       execution_id=execution_id)
+        return Outcome(
+            call=call,
+            version=version,
+            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
+            execution_id=execution_id,
+        )
     except Exception:
         internal = InternalError()
         logger.exception("executor of %s crashed (error id %s)", version.tool_name, internal.error_id)
-        ledger_record_outcome(entry=entry, to_state=LedgerState.UNKNOWN, actor=actor,
-                              note=f"executor crashed, error id {internal.error_id}")
-        return Outcome(call=call, version=version, envelope=internal.as_envelope(call_id=call.call_id, tool=version.tool_name),
-                       execution_id=execution_id)
+        ledger_record_outcome(
+            entry=entry,
+            to_state=LedgerState.UNKNOWN,
+            actor=actor,
+            note=f"executor crashed, error id {internal.error_id}",
+        )
+        return Outcome(
+            call=call,
+            version=version,
+            envelope=internal.as_envelope(call_id=call.call_id, tool=version.tool_name),
+            execution_id=execution_id,
+        )
     ledger_record_outcome(entry=entry, to_state=LedgerState.COMMITTED, actor=actor, result=result)
     counters.mark_done(tenant_id=entry.tenant_id, task_id=entry.task_id, tool=version.tool_name)
     return Outcome(call=call, version=version, result=result, execution_id=execution_id)
 
 
-def _dry_run_envelope(prepared: PreparedCall, principal: AgentPrincipal, options: InvokeOptions) -> dict[str, Any]:
+def _dry_run_envelope(
+    prepared: PreparedCall, principal: AgentPrincipal, options: InvokeOptions
+) -> dict[str, Any]:
     version = prepared.version
     would_run = {
-        "executor": version.executor, "side_effect": version.side_effect, "mode": version.mode,
-        "timeout_s": version.timeout_s, "arguments": thaw(prepared.arguments), "args_hash": prepared.args_hash,
+        "executor": version.executor,
+        "side_effect": version.side_effect,
+        "mode": version.mode,
+        "timeout_s": version.timeout_s,
+        "arguments": thaw(prepared.arguments),
+        "args_hash": prepared.args_hash,
     }
     if version.is_write:
         would_run["idempotency_key"] = idempotency_key(
-            tenant_slug=principal.tenant_slug, task_id=options.task_id, call_id=prepared.call.call_id,
-            tool=version.tool_name, args_hash=prepared.args_hash,
+            tenant_slug=principal.tenant_slug,
+            task_id=options.task_id,
+            call_id=prepared.call.call_id,
+            tool=version.tool_name,
+            args_hash=prepared.args_hash,
         )
     return {
-        "status": "ok", "call_id": prepared.call.call_id, "tool": version.tool_name, "version": version.number,
-        "dry_run": True, "data": {"would_run": would_run}, "cached": False, "truncated": None, "execution_id": None,
+        "status": "ok",
+        "call_id": prepared.call.call_id,
+        "tool": version.tool_name,
+        "version": version.number,
+        "dry_run": True,
+        "data": {"would_run": would_run},
+        "cached": False,
+        "truncated": None,
+        "execution_id": None,
     }
 
 
@@ -309,30 +409,47 @@ def finish(outcome: Outcome, *, budget_chars: int | None = None) -> dict[str, An
     version = outcome.version
     assert version is not None
     return result_envelope(
-        call_id=outcome.call.call_id, version=version,
+        call_id=outcome.call.call_id,
+        version=version,
         shaped=shape_result(outcome.result, version=version, budget_chars=budget_chars),
-        cached=outcome.cached, execution_id=outcome.execution_id,
+        cached=outcome.cached,
+        execution_id=outcome.execution_id,
     )
 
 
-def _log(principal: AgentPrincipal, options: InvokeOptions, outcome: Outcome, envelope: dict[str, Any],
-         started: float) -> None:
+def _log(
+    principal: AgentPrincipal,
+    options: InvokeOptions,
+    outcome: Outcome,
+    envelope: dict[str, Any],
+    started: float,
+) -> None:
     arguments = outcome.call.arguments
     invocation_record(
-        tenant_id=principal.tenant_id, agent_id=principal.agent_id, task_id=options.task_id,
-        call_id=outcome.call.call_id, tool_name=outcome.call.name[:200],
+        tenant_id=principal.tenant_id,
+        agent_id=principal.agent_id,
+        task_id=options.task_id,
+        call_id=outcome.call.call_id,
+        tool_name=outcome.call.name[:200],
         version_number=outcome.version.number if outcome.version else None,
-        status=envelope.get("status", ""), kind=envelope.get("kind", ""),
+        status=envelope.get("status", ""),
+        kind=envelope.get("kind", ""),
         latency_ms=(time.perf_counter() - started) * 1000,
         args_chars=len(arguments) if isinstance(arguments, str) else len(json.dumps(arguments, default=str)),
         result_chars=len(json.dumps(envelope.get("data"), default=str)) if "data" in envelope else 0,
-        execution_id=outcome.execution_id, dry_run=options.dry_run, envelope=envelope,
+        execution_id=outcome.execution_id,
+        dry_run=options.dry_run,
+        envelope=envelope,
     )
 
 
 def invoke_calls(
-    *, principal: AgentPrincipal, session_token: str | None, options: InvokeOptions,
-    calls: Sequence[ToolCall], budget_chars: int | None = None,
+    *,
+    principal: AgentPrincipal,
+    session_token: str | None,
+    options: InvokeOptions,
+    calls: Sequence[ToolCall],
+    budget_chars: int | None = None,
 ) -> list[dict[str, Any]]:
     """Run the calls of one model turn; envelopes in the calls' order, call ids matched.
 
@@ -346,12 +463,17 @@ def invoke_calls(
     for call in calls:
         try:
             session = _session(session_token, principal, now)
-            prepared.append(prepare_call(principal=principal, session=session, options=options, call=call, now=now))
+            prepared.append(
+                prepare_call(principal=principal, session=session, options=options, call=call, now=now)
+            )
         except ToolHubError as error:
-            prepared.append(Outcome(call=call, envelope=error.as_envelope(call_id=call.call_id, tool=call.name)))
+            prepared.append(
+                Outcome(call=call, envelope=error.as_envelope(call_id=call.call_id, tool=call.name))
+            )
     if options.dry_run:
         outcomes = [
-            p if isinstance(p, Outcome)
+            p
+            if isinstance(p, Outcome)
             else Outcome(call=p.call, version=p.version, envelope=_dry_run_envelope(p, principal, options))
             for p in prepared
         ]
@@ -363,8 +485,9 @@ def invoke_calls(
     return envelopes
 
 
-def _execute_all(principal: AgentPrincipal, options: InvokeOptions,
-                 prepared: list[PreparedCall | Outcome]) -> list[Outcome]:
+def _execute_all(
+    principal: AgentPrincipal, options: InvokeOptions, prepared: list[PreparedCall | Outcome]
+) -> list[Outcome]:
     """Reads concurrently (when there are several), writes one by one in the calls' order."""
     reads = [i for i, p in enumerate(prepared) if isinstance(p, PreparedCall) and not p.version.is_write]
     futures = {}
@@ -391,7 +514,7 @@ def _execute_all(principal: AgentPrincipal, options: InvokeOptions,
 def _finish_all(outcomes: list[Outcome], budget_chars: int | None) -> list[dict[str, Any]]:
     if budget_chars is None:
         return [finish(o) for o in outcomes]
-    sizes = [len(json.dumps(o.result, default=str)) if o.has_result else 0 for o in outcomes]
+    sizes = [json_size(o.result) if o.has_result else 0 for o in outcomes]
     allowances = allot_budget(sizes, budget_chars)
     return [finish(o, budget_chars=a or None) for o, a in zip(outcomes, allowances, strict=True)]
 
@@ -411,13 +534,14 @@ def allot_budget(sizes: Sequence[int], budget: int) -> list[int]:
     remaining = budget
     for position, (size, index) in enumerate(pending):
         share = remaining // (len(pending) - position)
-        allowances[index] = max(min(size, share), MIN_ALLOWANCE_CHARS)
+        allowances[index] = min(size, max(share, MIN_ALLOWANCE_CHARS))
         remaining = max(remaining - allowances[index], 0)
     return allowances
 
 
-def invoke_one(*, principal: AgentPrincipal, session_token: str | None, options: InvokeOptions,
-               call: ToolCall) -> dict[str, Any]:
+def invoke_one(
+    *, principal: AgentPrincipal, session_token: str | None, options: InvokeOptions, call: ToolCall
+) -> dict[str, Any]:
     """One call through the whole pipeline (POST /api/v1/invoke)."""
     return invoke_calls(principal=principal, session_token=session_token, options=options, calls=[call])[0]
 
@@ -439,6 +563,6 @@ def execution_envelope(*, entry: LedgerEntry) -> dict[str, Any]:
         return {**(entry.error or {}), "execution_id": str(entry.pk)}
     if entry.state == LedgerState.INTENT:
         return accepted_envelope(call_id=entry.call_id, execution_id=str(entry.pk), poll=_poll_path(entry.pk))
-    return _uncertain(OutcomeUnknownError, "The outcome of this call is still unknown.", entry.pk).as_envelope(
-        call_id=entry.call_id, tool=version.tool_name
-    )
+    return _uncertain(
+        OutcomeUnknownError, "The outcome of this call is still unknown.", entry.pk
+    ).as_envelope(call_id=entry.call_id, tool=version.tool_name)

@@ -45,14 +45,19 @@ def ledger_open_intent(*, spec: IntentSpec, actor: str) -> OpenedIntent:
     try:
         with transaction.atomic():
             entry = LedgerEntry.objects.create(
-                tenant_id=spec.tenant_id, agent_id=spec.agent_id, key=spec.key,
-                task_id=spec.task_id, call_id=spec.call_id, tool_id=spec.tool_id,
-                version_id=spec.version_id, subject=spec.subject, args_hash=spec.args_hash,
-                arguments=spec.arguments, state=LedgerState.INTENT,
+                tenant_id=spec.tenant_id,
+                agent_id=spec.agent_id,
+                key=spec.key,
+                task_id=spec.task_id,
+                call_id=spec.call_id,
+                tool_id=spec.tool_id,
+                version_id=spec.version_id,
+                subject=spec.subject,
+                args_hash=spec.args_hash,
+                arguments=spec.arguments,
+                state=LedgerState.INTENT,
             )
-            LedgerEvent.objects.create(
-                entry=entry, from_state="", to_state=LedgerState.INTENT, actor=actor
-            )
+            LedgerEvent.objects.create(entry=entry, from_state="", to_state=LedgerState.INTENT, actor=actor)
         return OpenedIntent(entry=entry, created=True)
     except IntegrityError:
         existing = LedgerEntry.objects.get(
@@ -72,6 +77,11 @@ def ledger_record_outcome(
 ) -> None:
     """Move a fresh `intent` entry to committed, failed or unknown after its execution."""
     transition(
-        entry_id=entry.pk, from_state=LedgerState.INTENT, to_state=to_state, actor=actor,
-        note=note, result=result, error=error,
+        entry_id=entry.pk,
+        from_state=LedgerState.INTENT,
+        to_state=to_state,
+        actor=actor,
+        note=note,
+        result=result,
+        error=error,
     )

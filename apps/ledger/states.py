@@ -54,6 +54,10 @@ def transition(
         if not moved:
             raise TransitionRefused(f"entry {entry_id} is no longer {from_state}")
         LedgerEvent.objects.create(
-            entry_id=entry_id, from_state=from_state, to_state=to_state, actor=actor, note=note,
+            entry_id=entry_id,
+            from_state=from_state,
+            to_state=to_state,
+            actor=actor,
+            note=note,
             data=data or {},
         )

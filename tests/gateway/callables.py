@@ -27,7 +27,10 @@ def echo(request: ExecutionRequest) -> dict:
 @tool_callable("tests.items")
 def items(request: ExecutionRequest) -> list[dict]:
     _ran("tests.items")
-    return [{"n": n, "status": "paid" if n % 2 else "pending", "text": "x" * 40} for n in range(request.arguments["count"])]
+    return [
+        {"n": n, "status": "paid" if n % 2 else "pending", "text": "x" * 40}
+        for n in range(request.arguments["count"])
+    ]
 
 
 @tool_callable("tests.slow")
@@ -40,7 +43,9 @@ def slow(request: ExecutionRequest) -> dict:
 @tool_callable("tests.reject")
 def reject(request: ExecutionRequest) -> dict:
     _ran("tests.reject")
-    raise ExecutionRejected(BusinessRuleError("The order is already cancelled.", hint="Look the order up first."))
+    raise ExecutionRejected(
+        BusinessRuleError("The order is already cancelled.", hint="Look the order up first.")
+    )
 
 
 @tool_callable("tests.crash")

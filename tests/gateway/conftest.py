@@ -83,8 +83,16 @@ def publish_tool(agent) -> Callable[..., ToolVersion]:
     return publish
 
 
-def invoke(api: APIClient, name: str, arguments: Any, *, session: str | None = None, task_id: str = "t-1",
-           call_id: str = "call_1", **extra: Any):
+def invoke(
+    api: APIClient,
+    name: str,
+    arguments: Any,
+    *,
+    session: str | None = None,
+    task_id: str = "t-1",
+    call_id: str = "call_1",
+    **extra: Any,
+):
     headers = {"HTTP_X_TOOLHUB_SESSION": session} if session else {}
     body = {"task_id": task_id, "call": {"id": call_id, "name": name, "arguments": arguments}, **extra}
     return api.post("/api/v1/invoke", body, format="json", **headers)

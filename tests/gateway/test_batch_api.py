@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from apps.gateway.envelopes import json_size
 from apps.gateway.services import MIN_ALLOWANCE_CHARS, allot_budget
 from tests.gateway.callables import TIMELINE
 
@@ -19,15 +20,23 @@ TIMED_SCHEMA = {
 
 @pytest.fixture
 def timed_tools(publish_tool):
-    common = {"parameters": TIMED_SCHEMA, "context_bindings": {}, "executor_config": {"callable": "tests.timed"}}
+    common = {
+        "parameters": TIMED_SCHEMA,
+        "context_bindings": {},
+        "executor_config": {"callable": "tests.timed"},
+    }
     publish_tool("read_slowly", **common)
     publish_tool("write_slowly", side_effect="write", **common)
 
 
 def batch(api, calls, **extra):
-    body = {"task_id": "t-batch", "calls": [
-        {"id": call_id, "name": name, "arguments": json.dumps(args)} for call_id, name, args in calls
-    ], **extra}
+    body = {
+        "task_id": "t-batch",
+        "calls": [
+            {"id": call_id, "name": name, "arguments": json.dumps(args)} for call_id, name, args in calls
+        ],
+        **extra,
+    }
     return api.post("/api/v1/invoke/batch", body, format="json")
 
 
@@ -68,7 +77,9 @@ def test_one_bad_call_does_not_stop_the_others(api, timed_tools):
     results = batch(api, calls).json()["results"]
 
     assert [(r["call_id"], r["status"], r.get("kind")) for r in results] == [
-        ("a", "ok", None), ("b", "error", "unknown_tool"), ("c", "error", "invalid_args"),
+        ("a", "ok", None),
+        ("b", "error", "unknown_tool"),
+        ("c", "error", "invalid_args"),
     ]
 
 
@@ -84,7 +95,7 @@ def test_the_budget_is_shared_truncating_large_results_and_dropping_none(api, ti
 
     assert [r["status"] for r in results] == ["ok", "ok", "ok"]
     assert results[0]["truncated"] is None and results[0]["data"]["items"] == [0, 1, 2]
-    assert sum(len(json.dumps(r["data"])) for r in results) <= 3000 + 3 * MIN_ALLOWANCE_CHARS
+    assert sum(json_size(r["data"]) for r in results) <= 3000
     assert results[1]["truncated"] and results[2]["truncated"]
 
 

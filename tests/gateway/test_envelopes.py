@@ -31,8 +31,13 @@ def version():
 def _orders(count: int, seed: int = 7) -> list[dict]:
     rng = random.Random(seed)
     return [
-        {"id": 1000 + i, "status": STATUSES[i % 3], "amount_cents": rng.randint(100, 90_000),
-         "customer": f"Customer «{rng.randint(1, 10_000)}»", "note": "line\n\"quoted\"\t" * rng.randint(0, 3)}
+        {
+            "id": 1000 + i,
+            "status": STATUSES[i % 3],
+            "amount_cents": rng.randint(100, 90_000),
+            "customer": f"Customer «{rng.randint(1, 10_000)}»",
+            "note": 'line\n"quoted"\t' * rng.randint(0, 3),
+        }
         for i in range(count)
     ]
 
@@ -46,15 +51,21 @@ def _assert_fits(shaped, limit: int) -> None:
 
 # --- empty results ---
 
-@pytest.mark.parametrize("result", [None, [], {}, "", "  \n", {"orders": [], "total": 0},
-                                    {"orders": [], "customers": {}, "page": 1}])
+
+@pytest.mark.parametrize(
+    "result",
+    [None, [], {}, "", "  \n", {"orders": [], "total": 0}, {"orders": [], "customers": {}, "page": 1}],
+)
 def test_results_without_items_are_empty_with_their_meaning(version, result):
     shaped = shape_result(result, version=version)
 
     envelope = result_envelope(call_id="call_1", version=version, shaped=shaped)
 
     assert envelope == {
-        "status": "empty", "call_id": "call_1", "tool": "search_orders", "version": 3,
+        "status": "empty",
+        "call_id": "call_1",
+        "tool": "search_orders",
+        "version": 3,
         "meaning": "No orders match these filters. This does not mean the user has no orders.",
         "raw": result,
     }
@@ -73,6 +84,7 @@ def test_a_version_without_its_own_meaning_gets_the_default():
 
 # --- the other envelopes ---
 
+
 def test_a_result_that_fits_is_ok_and_whole(version):
     orders = _orders(3)
 
@@ -80,14 +92,19 @@ def test_a_result_that_fits_is_ok_and_whole(version):
     envelope = result_envelope(call_id="call_1", version=version, shaped=shaped, execution_id="e-1")
 
     assert envelope == {
-        "status": "ok", "call_id": "call_1", "tool": "search_orders", "version": 3, "data": orders,
-        "cached": False, "truncated": None, "execution_id": "e-1",
+        "status": "ok",
+        "call_id": "call_1",
+        "tool": "search_orders",
+        "version": 3,
+        "data": orders,
+        "cached": False,
+        "truncated": None,
+        "execution_id": "e-1",
     }
 
 
 def test_ok_envelope_of_a_cached_replay(version):
-    envelope = ok_envelope(call_id="call_1", version=version, data={"id": 1}, cached=True,
-                           execution_id=42)
+    envelope = ok_envelope(call_id="call_1", version=version, data={"id": 1}, cached=True, execution_id=42)
 
     assert envelope["cached"] is True
     assert envelope["execution_id"] == "42"
@@ -95,15 +112,21 @@ def test_ok_envelope_of_a_cached_replay(version):
 
 def test_accepted_and_pending_approval_envelopes_point_at_the_execution():
     assert accepted_envelope(call_id="call_1", execution_id="e-9") == {
-        "status": "accepted", "call_id": "call_1", "execution_id": "e-9",
+        "status": "accepted",
+        "call_id": "call_1",
+        "execution_id": "e-9",
         "poll": "/api/v1/executions/e-9",
     }
     assert pending_approval_envelope(call_id="call_2", execution_id="e-8", poll="/x") == {
-        "status": "pending_approval", "call_id": "call_2", "execution_id": "e-8", "poll": "/x",
+        "status": "pending_approval",
+        "call_id": "call_2",
+        "execution_id": "e-8",
+        "poll": "/x",
     }
 
 
 # --- truncation ---
+
 
 def test_a_long_list_keeps_a_summary_and_the_first_items_that_fit():
     version = make_version(max_chars=2000)
@@ -123,7 +146,9 @@ def test_a_long_list_keeps_a_summary_and_the_first_items_that_fit():
     assert summary["fields"]["status"] == {"paid": 100, "pending": 100, "cancelled": 100}
     amounts = [order["amount_cents"] for order in orders]
     assert summary["fields"]["amount_cents"] == {
-        "min": min(amounts), "max": max(amounts), "sum": sum(amounts),
+        "min": min(amounts),
+        "max": max(amounts),
+        "sum": sum(amounts),
     }
     assert summary["fields"]["id"] == {"min": 1000, "max": 1299}
     assert "customer" not in summary["fields"]
@@ -189,12 +214,12 @@ def test_values_the_api_can_render_are_measured_too():
 
 SHAPES = {
     "orders": lambda n: _orders(n),
-    "texts": lambda n: ["é\"\\\n" * 40 for _ in range(n)],
+    "texts": lambda n: ['é"\\\n' * 40 for _ in range(n)],
     "one huge item": lambda n: [{"blob": "x" * (n * 100)}],
     "object with a list": lambda n: {"total": n, "rows": _orders(n), "next": None},
     "object with a nested list": lambda n: {"data": {"orders": _orders(n), "cursor": "c" * 50}},
     "object of big fields": lambda n: {f"field_{i}": "y" * 300 for i in range(n)},
-    "text": lambda n: "ü\"\n" * (n * 50),
+    "text": lambda n: 'ü"\n' * (n * 50),
     "numbers": lambda n: list(range(n * 50)),
 }
 

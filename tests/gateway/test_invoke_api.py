@@ -57,13 +57,15 @@ def test_free_text_in_a_closed_set_is_refused_with_the_allowed_values(api, publi
 
     body = assert_refused(response, "invalid_args", True)
     assert "pending, paid, cancelled, all" in body["hint"]
-    assert {"path": "/status"} .items() <= body["details"][0].items()
+    assert {"path": "/status"}.items() <= body["details"][0].items()
 
 
 def test_arguments_that_do_not_parse_are_invalid_json(api, publish_tool, session_for):
     publish_tool("lookup")
 
-    body = assert_refused(invoke(api, "lookup", '{"query": ', session=session_for("u-1")), "invalid_json", True)
+    body = assert_refused(
+        invoke(api, "lookup", '{"query": ', session=session_for("u-1")), "invalid_json", True
+    )
     assert "column" in body["message"]
 
 
@@ -79,7 +81,9 @@ def test_a_tool_not_granted_to_the_agent_is_forbidden(api, publish_tool, session
     version = publish_tool("admin_tool")
     version.tool.grants.all().delete()
 
-    assert_refused(invoke(api, "admin_tool", '{"query": "x"}', session=session_for("u-1")), "forbidden", False)
+    assert_refused(
+        invoke(api, "admin_tool", '{"query": "x"}', session=session_for("u-1")), "forbidden", False
+    )
 
 
 def test_another_users_id_sent_by_the_model_is_forbidden(api, publish_tool, session_for):
@@ -87,7 +91,8 @@ def test_another_users_id_sent_by_the_model_is_forbidden(api, publish_tool, sess
 
     body = assert_refused(
         invoke(api, "lookup", '{"query": "x", "user_id": "u-2002"}', session=session_for("u-1001")),
-        "forbidden", False,
+        "forbidden",
+        False,
     )
     assert "user_id" in body["message"]
 
@@ -111,10 +116,14 @@ def test_the_same_call_repeated_past_the_loop_limit_is_detected(api, publish_too
     publish_tool("lookup", loop_limit=2)
     session = session_for("u-1")
     for n in range(2):
-        assert invoke(api, "lookup", '{"query": "x"}', session=session, call_id=f"c{n}").json()["status"] == "ok"
+        assert (
+            invoke(api, "lookup", '{"query": "x"}', session=session, call_id=f"c{n}").json()["status"] == "ok"
+        )
     RUNS.clear()
 
-    body = assert_refused(invoke(api, "lookup", '{"query":"x"}', session=session, call_id="c3"), "loop_detected", True)
+    body = assert_refused(
+        invoke(api, "lookup", '{"query":"x"}', session=session, call_id="c3"), "loop_detected", True
+    )
     assert "change" in body["hint"].lower()
 
 
@@ -123,10 +132,15 @@ def test_the_agents_rate_per_tool_is_limited(api, agent, publish_tool, session_f
     TenantPolicy.objects.create(tenant=agent.tenant, tool=version.tool, rate_limit_per_minute=2)
     session = session_for("u-1")
     for n in range(2):
-        assert invoke(api, "lookup", f'{{"query": "{n}"}}', session=session, call_id=f"c{n}").json()["status"] == "ok"
+        assert (
+            invoke(api, "lookup", f'{{"query": "{n}"}}', session=session, call_id=f"c{n}").json()["status"]
+            == "ok"
+        )
     RUNS.clear()
 
-    body = assert_refused(invoke(api, "lookup", '{"query": "z"}', session=session, call_id="c9"), "rate_limited", True)
+    body = assert_refused(
+        invoke(api, "lookup", '{"query": "z"}', session=session, call_id="c9"), "rate_limited", True
+    )
     assert body["retry_after_s"] > 0
 
 
@@ -137,32 +151,49 @@ def test_a_task_budget_from_the_tenant_policy_is_a_business_rule(api, agent, pub
     assert invoke(api, "lookup", '{"query": "a"}', session=session, call_id="c1").json()["status"] == "ok"
     RUNS.clear()
 
-    assert_refused(invoke(api, "lookup", '{"query": "b"}', session=session, call_id="c2"), "business_rule", True)
+    assert_refused(
+        invoke(api, "lookup", '{"query": "b"}', session=session, call_id="c2"), "business_rule", True
+    )
 
 
 def test_a_result_without_items_is_empty_with_the_versions_meaning(api, publish_tool, session_for):
     publish_tool(
         "count_items",
-        parameters={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"],
-                    "additionalProperties": False},
-        context_bindings={}, executor_config={"callable": "tests.items"},
+        parameters={
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+            "additionalProperties": False,
+        },
+        context_bindings={},
+        executor_config={"callable": "tests.items"},
         empty_meaning="No items match. This does not mean there are none.",
     )
 
     body = invoke(api, "count_items", {"count": 0}).json()
 
     assert body == {
-        "status": "empty", "call_id": "call_1", "tool": "count_items", "version": 1,
-        "meaning": "No items match. This does not mean there are none.", "raw": [],
+        "status": "empty",
+        "call_id": "call_1",
+        "tool": "count_items",
+        "version": 1,
+        "meaning": "No items match. This does not mean there are none.",
+        "raw": [],
     }
 
 
 def test_a_long_result_is_truncated_with_a_note_and_stays_valid_json(api, publish_tool):
     publish_tool(
         "count_items",
-        parameters={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"],
-                    "additionalProperties": False},
-        context_bindings={}, executor_config={"callable": "tests.items"}, max_chars=1000,
+        parameters={
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+            "additionalProperties": False,
+        },
+        context_bindings={},
+        executor_config={"callable": "tests.items"},
+        max_chars=1000,
     )
 
     response = invoke(api, "count_items", {"count": 300})

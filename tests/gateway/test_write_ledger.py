@@ -36,7 +36,10 @@ def test_a_write_commits_once_and_a_replay_returns_the_stored_result(api, write_
     entry = LedgerEntry.objects.get()
     assert entry.state == LedgerState.COMMITTED
     assert entry.key.startswith("acme/t-1/call_1/cancel_thing/")
-    assert [(e.from_state, e.to_state) for e in entry.events.all()] == [("", "intent"), ("intent", "committed")]
+    assert [(e.from_state, e.to_state) for e in entry.events.all()] == [
+        ("", "intent"),
+        ("intent", "committed"),
+    ]
 
 
 def test_the_same_call_id_with_other_arguments_is_an_idempotency_conflict(api, write_tool, session_for):
@@ -66,8 +69,12 @@ def test_a_documented_rejection_is_failed_and_its_replay_is_the_cached_error(api
 @pytest.mark.django_db(transaction=True)
 def test_a_timeout_leaves_the_outcome_unknown_and_never_invites_a_retry(api, publish_tool):
     publish_tool(
-        "slow_write", side_effect="write", parameters=SLOW_SCHEMA, context_bindings={},
-        executor_config={"callable": "tests.slow"}, timeout_s=0.2,
+        "slow_write",
+        side_effect="write",
+        parameters=SLOW_SCHEMA,
+        context_bindings={},
+        executor_config={"callable": "tests.slow"},
+        timeout_s=0.2,
     )
 
     body = invoke(api, "slow_write", {"sleep_ms": 600}).json()
@@ -81,7 +88,9 @@ def test_a_timeout_leaves_the_outcome_unknown_and_never_invites_a_retry(api, pub
     assert RUNS["tests.slow"] == 1
 
 
-def test_a_crashing_executor_is_internal_with_an_error_id_and_no_exception_text(api, publish_tool, session_for):
+def test_a_crashing_executor_is_internal_with_an_error_id_and_no_exception_text(
+    api, publish_tool, session_for
+):
     publish_tool("crashy", side_effect="write", executor_config={"callable": "tests.crash"})
 
     body = invoke(api, "crashy", '{"query": "A"}', session=session_for("u-1")).json()
@@ -96,9 +105,16 @@ def test_a_call_whose_intent_is_still_open_answers_in_progress(api, write_tool, 
     dry = invoke(api, "cancel_thing", '{"query": "A"}', session=session, dry_run=True).json()
     key = dry["data"]["would_run"]["idempotency_key"]
     LedgerEntry.objects.create(
-        tenant=write_tool.tool.grants.get().tenant, agent=write_tool.tool.grants.get().agent, key=key,
-        task_id="t-1", call_id="call_1", tool=write_tool.tool, version=write_tool, subject="u-1",
-        args_hash=key.rsplit("/", 1)[1], arguments={"query": "A", "user_id": "u-1"},
+        tenant=write_tool.tool.grants.get().tenant,
+        agent=write_tool.tool.grants.get().agent,
+        key=key,
+        task_id="t-1",
+        call_id="call_1",
+        tool=write_tool.tool,
+        version=write_tool,
+        subject="u-1",
+        args_hash=key.rsplit("/", 1)[1],
+        arguments={"query": "A", "user_id": "u-1"},
     )
 
     body = invoke(api, "cancel_thing", '{"query": "A"}', session=session).json()

@@ -13,7 +13,8 @@ class CallSerializer(serializers.Serializer):
     id = serializers.CharField(max_length=200, help_text="The model's call id; echoed as call_id.")
     name = serializers.CharField(max_length=200, help_text="The tool name the model chose.")
     arguments = serializers.JSONField(
-        required=False, default="{}",
+        required=False,
+        default="{}",
         help_text="The model's arguments: its JSON text as a string (an object is accepted too).",
     )
 
@@ -32,7 +33,10 @@ class _CommonInput(serializers.Serializer):
 class InvokeInputSerializer(_CommonInput):
     call = CallSerializer()
     wait_s = serializers.FloatField(
-        required=False, default=0, min_value=0, max_value=60,
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=60,
         help_text="How long to wait for an accepted (async) call before answering.",
     )
 
@@ -40,7 +44,11 @@ class InvokeInputSerializer(_CommonInput):
 class BatchInputSerializer(_CommonInput):
     calls = CallSerializer(many=True, allow_empty=False, max_length=MAX_CALLS_PER_BATCH)
     budget_chars = serializers.IntegerField(
-        required=False, default=None, allow_null=True, min_value=500, max_value=1_000_000,
+        required=False,
+        default=None,
+        allow_null=True,
+        min_value=500,
+        max_value=1_000_000,
         help_text="Characters shared by all results; larger results are truncated more, none dropped.",
     )
 
@@ -48,7 +56,9 @@ class BatchInputSerializer(_CommonInput):
         ids = [c["id"] for c in calls]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
-            raise serializers.ValidationError(f"call ids must be unique in a batch; repeated: {', '.join(duplicates)}")
+            raise serializers.ValidationError(
+                f"call ids must be unique in a batch; repeated: {', '.join(duplicates)}"
+            )
         return calls
 
 
@@ -78,7 +88,9 @@ class EnvelopeSerializer(serializers.Serializer):
     meaning = serializers.CharField(required=False, help_text="empty: what an empty result means.")
     raw = serializers.JSONField(required=False, allow_null=True)
     kind = serializers.ChoiceField(choices=sorted(ERROR_KINDS), required=False)
-    recoverable = serializers.BooleanField(required=False, help_text="error: whether a changed call can succeed.")
+    recoverable = serializers.BooleanField(
+        required=False, help_text="error: whether a changed call can succeed."
+    )
     message = serializers.CharField(required=False)
     hint = serializers.CharField(required=False, help_text="error: what to do next.")
     details = ErrorDetailSerializer(many=True, required=False)

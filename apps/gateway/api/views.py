@@ -34,7 +34,9 @@ _ERRORS = {
 
 def _options(data: dict[str, Any]) -> InvokeOptions:
     return InvokeOptions(
-        task_id=data["task_id"], toolset=data["toolset"] or None, phase=data["phase"] or None,
+        task_id=data["task_id"],
+        toolset=data["toolset"] or None,
+        phase=data["phase"] or None,
         dry_run=data["dry_run"],
     )
 
@@ -62,8 +64,10 @@ class InvokeApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         envelope = invoke_one(
-            principal=request.user, session_token=request.META.get(SESSION_HEADER),
-            options=_options(data), call=_call(data["call"]),
+            principal=request.user,
+            session_token=request.META.get(SESSION_HEADER),
+            options=_options(data),
+            call=_call(data["call"]),
         )
         return Response(envelope, status=_status(envelope))
 
@@ -82,8 +86,11 @@ class InvokeBatchApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         results = invoke_calls(
-            principal=request.user, session_token=request.META.get(SESSION_HEADER),
-            options=_options(data), calls=[_call(c) for c in data["calls"]], budget_chars=data["budget_chars"],
+            principal=request.user,
+            session_token=request.META.get(SESSION_HEADER),
+            options=_options(data),
+            calls=[_call(c) for c in data["calls"]],
+            budget_chars=data["budget_chars"],
         )
         return Response({"results": results})
 
@@ -92,7 +99,10 @@ class ExecutionDetailApi(APIView):
     @extend_schema(
         operation_id="execution_detail",
         summary="The envelope of an accepted or uncertain execution, final or not",
-        responses={200: EnvelopeSerializer, 404: OpenApiResponse(EnvelopeSerializer, description="No such execution.")},
+        responses={
+            200: EnvelopeSerializer,
+            404: OpenApiResponse(EnvelopeSerializer, description="No such execution."),
+        },
     )
     def get(self, request: Request, execution_id: UUID) -> Response:
         entry = ledger_entry_get(tenant_id=request.user.tenant_id, pk=execution_id)

@@ -79,7 +79,8 @@ def _rejection(response: httpx.Response, tool: str) -> ExecutionRejected:
         )
     elif status == 429:
         error = RateLimitedError(
-            f"{tool}'s provider is rate limiting ToolHub.", hint="Wait a minute, then call again.",
+            f"{tool}'s provider is rate limiting ToolHub.",
+            hint="Wait a minute, then call again.",
             retry_after_s=60,
         )
     else:
@@ -94,13 +95,19 @@ def run_http(request: ExecutionRequest) -> Any:
     url = _base_url(request.config) + str(request.config.get("path", ""))
     try:
         response = _CLIENT.post(
-            url, json=dict(request.arguments), headers=_headers(request),
+            url,
+            json=dict(request.arguments),
+            headers=_headers(request),
             timeout=httpx.Timeout(request.timeout_s),
         )
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-        raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider: {type(exc).__name__}") from None
+        raise ExecutionNotSent(
+            f"could not connect to {request.tool_name}'s provider: {type(exc).__name__}"
+        ) from None
     except httpx.TimeoutException:
-        raise ExecutionTimedOut(f"no answer from {request.tool_name}'s provider within {request.timeout_s} s") from None
+        raise ExecutionTimedOut(
+            f"no answer from {request.tool_name}'s provider within {request.timeout_s} s"
+        ) from None
     except httpx.TransportError as exc:
         raise ExecutionAmbiguous(f"the connection failed after sending: {type(exc).__name__}") from None
     if 400 <= response.status_code < 500:
@@ -121,7 +128,9 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
     url = _base_url(request.config) + str(status_path)
     try:
         response = _CLIENT.get(
-            url, params={"idempotency_key": request.idempotency_key}, headers=_headers(request),
+            url,
+            params={"idempotency_key": request.idempotency_key},
+            headers=_headers(request),
             timeout=httpx.Timeout(request.timeout_s),
         )
     except httpx.HTTPError as exc:

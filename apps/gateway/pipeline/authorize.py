@@ -45,8 +45,7 @@ def apply_bindings(
                     f"{field} does not match the current session.",
                     hint=f"Leave {field} out: ToolHub fills it from the session. You can only act "
                     "for the current user; if the user asked about someone else, tell them so.",
-                    details=[ErrorDetail(path=pointer([field]),
-                                         problem="differs from the session's value")],
+                    details=[ErrorDetail(path=pointer([field]), problem="differs from the session's value")],
                 )
         result[field] = bound
     return result
@@ -62,8 +61,7 @@ def _session_value(session: SessionClaims, source: str, field: str, version: Ver
         missing, mint_with = f'no attribute "{name}"', f'"attributes": {{"{name}": ...}}'
     else:
         raise ForbiddenError(
-            f"{version.tool_name} fills {field} from {clip(source, 60)!r}, which ToolHub does "
-            "not know.",
+            f"{version.tool_name} fills {field} from {clip(source, 60)!r}, which ToolHub does not know.",
             hint="This tool's definition is broken, not your call: do not retry. Tell the user "
             "this action is unavailable; the operators must fix the tool's context bindings.",
         )

@@ -28,8 +28,7 @@ def check_rate(*, calls_in_window: int, limit: int | None, retry_after_s: float)
         return
     wait = max(retry_after_s, 0.0)
     raise RateLimitedError(
-        f"Too many calls: the limit is {limit} per window and this call is number "
-        f"{calls_in_window}.",
+        f"Too many calls: the limit is {limit} per window and this call is number {calls_in_window}.",
         hint=f"Wait {max(math.ceil(wait), 1)} s before calling again, and do not repeat calls "
         "whose results you already have.",
         retry_after_s=round(wait, 3),

@@ -83,7 +83,8 @@ def normalize_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> N
     }
     volatile = {name for name, ops in normalizers.items() if "volatile" in ops}
     hashed = {
-        name: value for name, value in normalized.items()
+        name: value
+        for name, value in normalized.items()
         if name not in volatile and name not in version.context_bindings
     }
     return NormalizedArguments(arguments=normalized, args_hash=args_hash(hashed))

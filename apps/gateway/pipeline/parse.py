@@ -65,9 +65,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidJsonError(
-                "The arguments are not valid UTF-8 text.", hint=_SHAPE_HINT
-            ) from None
+            raise InvalidJsonError("The arguments are not valid UTF-8 text.", hint=_SHAPE_HINT) from None
     if isinstance(raw, str):
         if not raw.strip():
             return {}
@@ -109,8 +107,13 @@ def _loads(text: str) -> Any:
 
 def _not_an_object(value: Any) -> InvalidArgsError:
     got = "null" if value is None else type(value).__name__
-    got = {"str": "a string", "list": "an array", "bool": "a boolean", "int": "a number",
-           "float": "a number"}.get(got, got)
+    got = {
+        "str": "a string",
+        "list": "an array",
+        "bool": "a boolean",
+        "int": "a number",
+        "float": "a number",
+    }.get(got, got)
     hint = _SHAPE_HINT
     if isinstance(value, str):
         hint = "The arguments were encoded twice: send the object itself, not a JSON string of it."

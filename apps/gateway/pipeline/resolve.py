@@ -16,8 +16,28 @@ MAX_NAME_COMPARED = 128
 _MIN_NAME_SIMILARITY = 0.55
 # Verbs and fillers every tool name has; sharing them says nothing about fit.
 _STOP_WORDS = frozenset(
-    {"get", "set", "list", "find", "fetch", "the", "and", "for", "with", "from", "all", "tool", "api",
-     "data", "info", "this", "that", "any", "one", "not"}
+    {
+        "get",
+        "set",
+        "list",
+        "find",
+        "fetch",
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "all",
+        "tool",
+        "api",
+        "data",
+        "info",
+        "this",
+        "that",
+        "any",
+        "one",
+        "not",
+    }
 )
 
 
@@ -51,13 +71,14 @@ def closest_tools(name: str, visible: Sequence[tuple[str, str]], limit: int = MA
 def unknown_tool_error(name: str, visible: Sequence[tuple[str, str]]) -> UnknownToolError:
     """The error for a call of a tool that is not visible to this agent in this phase."""
     suggestions = closest_tools(name, visible)
-    way_out = (f"If none fits, call {REQUEST_CAPABILITY} to tell the operators what you need, "
-               "and tell the user you cannot do it yet.")
+    way_out = (
+        f"If none fits, call {REQUEST_CAPABILITY} to tell the operators what you need, "
+        "and tell the user you cannot do it yet."
+    )
     if suggestions:
         hint = f"Use one of the closest available tools: {join_names(suggestions)}. {way_out}"
     else:
-        hint = (f"No available tool is close to this name; use only names from your tool list. "
-                f"{way_out}")
+        hint = f"No available tool is close to this name; use only names from your tool list. {way_out}"
     return UnknownToolError(
         f'The tool "{clip(name, 64)}" is not available here.',
         hint=hint,

@@ -73,13 +73,11 @@ def effective_rules(version: VersionSpec, policy: PolicySpec) -> tuple[Mapping[s
     `task_call_budget` and `daily_quota_per_subject` narrow the matching rules and add one
     when the version declares none.
     """
-    policy_limits = {"task_budget": policy.task_call_budget,
-                     "daily_quota": policy.daily_quota_per_subject}
+    policy_limits = {"task_budget": policy.task_call_budget, "daily_quota": policy.daily_quota_per_subject}
     rules = []
     for rule in version.rules:
         rule_type = rule.get("type", "")
-        rules.append(_narrowed(rule, policy.rule_overrides.get(rule_type, {}),
-                               policy_limits.get(rule_type)))
+        rules.append(_narrowed(rule, policy.rule_overrides.get(rule_type, {}), policy_limits.get(rule_type)))
     for rule_type, limit in policy_limits.items():
         if any(r.get("type") == rule_type for r in rules):
             continue
@@ -92,10 +90,11 @@ def effective_rules(version: VersionSpec, policy: PolicySpec) -> tuple[Mapping[s
     return tuple(rules)
 
 
-def _narrowed(rule: Mapping[str, Any], override: Mapping[str, Any],
-              policy_limit: int | None) -> Mapping[str, Any]:
+def _narrowed(
+    rule: Mapping[str, Any], override: Mapping[str, Any], policy_limit: int | None
+) -> Mapping[str, Any]:
     merged = thaw(rule)
-    for key, value in (override.items() if isinstance(override, Mapping) else ()):
+    for key, value in override.items() if isinstance(override, Mapping) else ():
         if key == "hint" and isinstance(value, str) and value.strip():
             merged["hint"] = value
         elif key in NUMERIC_LIMITS and _is_number(merged.get(key)) and _is_number(value):
@@ -198,8 +197,10 @@ def _check_max_span(arguments: Mapping[str, Any], rule: Mapping[str, Any], versi
         f"The range {start}..{end} covers {days} days; {version.tool_name} allows at most "
         f"{max_days} days per call.",
         hint=hint,
-        details=[ErrorDetail(path=pointer([start_field]), problem=problem),
-                 ErrorDetail(path=pointer([end_field]), problem=problem)],
+        details=[
+            ErrorDetail(path=pointer([start_field]), problem=problem),
+            ErrorDetail(path=pointer([end_field]), problem=problem),
+        ],
     )
 
 
@@ -219,13 +220,15 @@ def check_state_rules(
             raise BusinessRuleError(
                 f"{tool} was already called {history.calls_of_tool_in_task} times in this task; "
                 f"the limit is {rule['max_calls']} per task.",
-                hint=own_hint or f"Do not call {tool} again in this task: work with the results "
+                hint=own_hint
+                or f"Do not call {tool} again in this task: work with the results "
                 "you already have, or answer the user with what you know.",
             )
         if rule_type == "daily_quota" and history.subject_calls_today >= rule["max_calls"]:
             raise BusinessRuleError(
                 f"This user's daily limit of {rule['max_calls']} calls of {tool} is used up.",
-                hint=own_hint or f"Do not call {tool} again today for this user: tell the user "
+                hint=own_hint
+                or f"Do not call {tool} again today for this user: tell the user "
                 "the daily limit is reached and that it resets tomorrow.",
             )
         if rule_type == "requires_earlier_call" and rule["tool"] not in history.committed_tools_in_task:
@@ -237,8 +240,13 @@ def check_state_rules(
             _run_custom(rule, arguments, context, history, version)
 
 
-def _run_custom(rule: Mapping[str, Any], arguments: Mapping[str, Any], context: CallContext,
-                history: TaskHistory, version: VersionSpec) -> None:
+def _run_custom(
+    rule: Mapping[str, Any],
+    arguments: Mapping[str, Any],
+    context: CallContext,
+    history: TaskHistory,
+    version: VersionSpec,
+) -> None:
     name = str(rule.get("callable", ""))
     func = _custom_rules.get(name)
     if func is None:
@@ -254,6 +262,9 @@ def _run_custom(rule: Mapping[str, Any], arguments: Mapping[str, Any], context: 
         if not rule.get("hint"):
             raise
         raise BusinessRuleError(
-            exc.message, hint=rule["hint"], details=exc.details, retry_after_s=exc.retry_after_s,
+            exc.message,
+            hint=rule["hint"],
+            details=exc.details,
+            retry_after_s=exc.retry_after_s,
             extra=exc.extra,
         ) from None

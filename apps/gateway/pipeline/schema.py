@@ -49,11 +49,23 @@ _FORMAT_PHRASES = {
     "ipv6": "an IPv6 address (e.g. 2001:db8::1)",
 }
 _TYPE_PHRASES = {
-    "integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
-    "object": "an object", "array": "an array", "null": "null",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "an array",
+    "null": "null",
 }
-_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-               int: "an integer", float: "a number", type(None): "null"}
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    type(None): "null",
+}
 
 
 def validation_schema(version: VersionSpec) -> dict[str, Any]:
@@ -128,8 +140,7 @@ def validate_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> No
         message = f"Invalid arguments for {version.tool_name}: {labels[0]}: {details[0].problem}."
     else:
         message = (
-            f"Invalid arguments for {version.tool_name}: {len(details)} problems "
-            f"({join_names(labels)})."
+            f"Invalid arguments for {version.tool_name}: {len(details)} problems ({join_names(labels)})."
         )
     parts = explainer.hints
     hint = "; ".join(parts[:MAX_HINT_PARTS])
@@ -174,48 +185,69 @@ class _Explainer:
             self._unknown(path, schema, instance)
         elif keyword == "type":
             expected = _type_phrase(value)
-            self.add(path, f"expected {expected}, got {_json_type(instance)}",
-                     f"{label} must be {expected}{_type_tip(value, instance)}")
+            self.add(
+                path,
+                f"expected {expected}, got {_json_type(instance)}",
+                f"{label} must be {expected}{_type_tip(value, instance)}",
+            )
         elif keyword == "enum":
-            self.add(path, f"{quote(instance)} is not one of the allowed values",
-                     f"{label} must be one of: {_values(value)}")
+            self.add(
+                path,
+                f"{quote(instance)} is not one of the allowed values",
+                f"{label} must be one of: {_values(value)}",
+            )
         elif keyword == "const":
-            self.add(path, f"{quote(instance)} is not the allowed value",
-                     f"{label} must be {quote(value)}")
+            self.add(path, f"{quote(instance)} is not the allowed value", f"{label} must be {quote(value)}")
         elif keyword == "pattern":
             example = _example(schema)
-            self.add(path, f"{quote(instance)} does not match {clip(str(value))}",
-                     f"{label} must match {clip(str(value))}" + (f" (e.g. {example})" if example else ""))
+            self.add(
+                path,
+                f"{quote(instance)} does not match {clip(str(value))}",
+                f"{label} must match {clip(str(value))}" + (f" (e.g. {example})" if example else ""),
+            )
         elif keyword == "format":
             phrase = _FORMAT_PHRASES.get(str(value), f"a valid {value}")
             self.add(path, f"{quote(instance)} is not a valid {value}", f"{label} must be {phrase}")
         elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            self.add(path, f"{quote(instance)} is out of range",
-                     f"{label} must be {_number_bounds(schema)}")
+            self.add(path, f"{quote(instance)} is out of range", f"{label} must be {_number_bounds(schema)}")
         elif keyword in ("minLength", "maxLength"):
-            self.add(path, f"has {len(instance)} characters",
-                     f"{label} must be {_bounds(schema, 'minLength', 'maxLength')} characters long")
+            self.add(
+                path,
+                f"has {len(instance)} characters",
+                f"{label} must be {_bounds(schema, 'minLength', 'maxLength')} characters long",
+            )
         elif keyword in ("minItems", "maxItems"):
-            self.add(path, f"has {len(instance)} items",
-                     f"{label} must have {_bounds(schema, 'minItems', 'maxItems')} items")
+            self.add(
+                path,
+                f"has {len(instance)} items",
+                f"{label} must have {_bounds(schema, 'minItems', 'maxItems')} items",
+            )
         elif keyword in ("minProperties", "maxProperties"):
-            self.add(path, f"has {len(instance)} fields",
-                     f"{label} must have {_bounds(schema, 'minProperties', 'maxProperties')} fields")
+            self.add(
+                path,
+                f"has {len(instance)} fields",
+                f"{label} must have {_bounds(schema, 'minProperties', 'maxProperties')} fields",
+            )
         elif keyword == "multipleOf":
-            self.add(path, f"{quote(instance)} is not a multiple of {value}",
-                     f"{label} must be a multiple of {value}")
+            self.add(
+                path,
+                f"{quote(instance)} is not a multiple of {value}",
+                f"{label} must be a multiple of {value}",
+            )
         elif keyword == "uniqueItems":
             self.add(path, "has repeated items", f"{label} must not repeat items")
         elif keyword in ("anyOf", "oneOf") and isinstance(value, list):
             options = " or ".join(_describe(option) for option in value[:6])
-            self.add(path, f"{quote(instance)} matches none of the allowed forms",
-                     f"{label} must be {options}")
+            self.add(
+                path, f"{quote(instance)} matches none of the allowed forms", f"{label} must be {options}"
+            )
         else:
             problem = clip(error.message, 160)
             self.add(path, problem, f"fix {label}: {problem}")
 
-    def _missing(self, path: list[str | int], schema: Mapping[str, Any], instance: Any,
-                 required: Any) -> None:
+    def _missing(
+        self, path: list[str | int], schema: Mapping[str, Any], instance: Any, required: Any
+    ) -> None:
         if not isinstance(instance, Mapping) or not isinstance(required, list):
             return
         missing = [name for name in required if name not in instance]
@@ -232,8 +264,7 @@ class _Explainer:
         properties = list(schema.get("properties") or {})
         patterns = list(schema.get("patternProperties") or {})
         unknown = [
-            key for key in instance
-            if key not in properties and not any(re.search(p, key) for p in patterns)
+            key for key in instance if key not in properties and not any(re.search(p, key) for p in patterns)
         ]
         # The model never saw session-bound fields; listing them would invite it to send them.
         allowed = [name for name in properties if path or name not in self.bound]

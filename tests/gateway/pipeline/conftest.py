@@ -27,7 +27,10 @@ SEARCH_ORDERS_SCHEMA: dict[str, Any] = {
 }
 USER_BINDING = {"user_id": {"source": "session.subject", "policy": "must_match"}}
 VALID_ARGS: dict[str, Any] = {
-    "status": "paid", "start_date": "2026-01-01", "end_date": "2026-01-31", "limit": 20,
+    "status": "paid",
+    "start_date": "2026-01-01",
+    "end_date": "2026-01-31",
+    "limit": 20,
 }
 NOW = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
 
@@ -74,8 +77,13 @@ def make_session(subject: str = "u-1", **attributes: Any) -> SessionClaims:
 
 def make_context(*, policy: PolicySpec | None = None, session: SessionClaims | None = None) -> CallContext:
     return CallContext(
-        tenant_id=1, tenant_slug="acme", agent_id=1, task_id="t-42", now=NOW,
-        session=session or make_session(), policy=policy or PolicySpec(),
+        tenant_id=1,
+        tenant_slug="acme",
+        agent_id=1,
+        task_id="t-42",
+        now=NOW,
+        session=session or make_session(),
+        policy=policy or PolicySpec(),
     )
 
 

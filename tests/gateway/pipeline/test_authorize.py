@@ -55,8 +55,7 @@ def test_must_match_compares_normalized_forms():
 
 
 def test_overwrite_replaces_the_model_value_silently():
-    version = make_version(context_bindings={"user_id": {"source": "session.subject",
-                                                         "policy": "overwrite"}})
+    version = make_version(context_bindings={"user_id": {"source": "session.subject", "policy": "overwrite"}})
 
     assert apply_bindings({"user_id": "u-2"}, version, make_session("u-1")) == {"user_id": "u-1"}
 
@@ -76,15 +75,17 @@ def test_a_tool_without_bindings_needs_no_session():
 
 
 def test_attributes_of_the_session_can_be_bound():
-    version = make_version(context_bindings={"store_id": {"source": "session.attributes.store",
-                                                          "policy": "must_match"}})
+    version = make_version(
+        context_bindings={"store_id": {"source": "session.attributes.store", "policy": "must_match"}}
+    )
 
     assert apply_bindings({}, version, make_session(store="s-9")) == {"store_id": "s-9"}
 
 
 def test_a_missing_session_attribute_is_forbidden_and_named():
-    version = make_version(context_bindings={"store_id": {"source": "session.attributes.store",
-                                                          "policy": "must_match"}})
+    version = make_version(
+        context_bindings={"store_id": {"source": "session.attributes.store", "policy": "must_match"}}
+    )
 
     error = _forbidden({}, version, make_session())
 

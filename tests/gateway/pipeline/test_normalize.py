@@ -8,12 +8,14 @@ from apps.gateway.pipeline.parse import parse_arguments
 
 from .conftest import VALID_ARGS, assert_actionable, make_version
 
-NORMALIZED = make_version(normalizers={
-    "status": ["trim", "lower"],
-    "start_date": ["trim", "date"],
-    "end_date": ["trim", "date"],
-    "request_id": ["volatile"],
-})
+NORMALIZED = make_version(
+    normalizers={
+        "status": ["trim", "lower"],
+        "start_date": ["trim", "date"],
+        "end_date": ["trim", "date"],
+        "request_id": ["volatile"],
+    }
+)
 
 
 def _hash(raw, version=NORMALIZED) -> str:
@@ -22,15 +24,26 @@ def _hash(raw, version=NORMALIZED) -> str:
 
 @pytest.mark.parametrize(
     "text",
-    ["2026-01-31", "2026/01/31", "2026/1/31", "2026-1-31", "20260131", " 2026-01-31 ",
-     "2026-01-31T23:30:00+05:00", "2026-01-31T10:00:00Z", "2026-01-31 10:00", "2026-01-31T10:00:00.123456"],
+    [
+        "2026-01-31",
+        "2026/01/31",
+        "2026/1/31",
+        "2026-1-31",
+        "20260131",
+        " 2026-01-31 ",
+        "2026-01-31T23:30:00+05:00",
+        "2026-01-31T10:00:00Z",
+        "2026-01-31 10:00",
+        "2026-01-31T10:00:00.123456",
+    ],
 )
 def test_unambiguous_dates_take_the_canonical_form(text):
     assert canonical_date(text) == "2026-01-31"
 
 
 @pytest.mark.parametrize(
-    "text", ["31.01.2026", "01/31/2026", "yesterday", "2026-02-30", "2026-W05-1", "2026-01-31Tnoon", ""],
+    "text",
+    ["31.01.2026", "01/31/2026", "yesterday", "2026-02-30", "2026-W05-1", "2026-01-31Tnoon", ""],
 )
 def test_ambiguous_or_impossible_dates_are_left_for_the_schema(text):
     assert canonical_date(text) == text
@@ -38,13 +51,21 @@ def test_ambiguous_or_impossible_dates_are_left_for_the_schema(text):
 
 def test_declared_ops_apply_to_their_fields_only():
     normalized = normalize_arguments(
-        {"status": "  PAID ", "start_date": "2026/01/01", "end_date": "20260131", "limit": 20,
-         "note": "  Keep Me  "},
+        {
+            "status": "  PAID ",
+            "start_date": "2026/01/01",
+            "end_date": "20260131",
+            "limit": 20,
+            "note": "  Keep Me  ",
+        },
         NORMALIZED,
     )
 
     assert dict(normalized.arguments) == {
-        "status": "paid", "start_date": "2026-01-01", "end_date": "2026-01-31", "limit": 20,
+        "status": "paid",
+        "start_date": "2026-01-01",
+        "end_date": "2026-01-31",
+        "limit": 20,
         "note": "  Keep Me  ",
     }
 
@@ -65,8 +86,9 @@ def test_the_hash_is_sha256_of_rfc8785_canonical_json():
 
 def test_the_hash_ignores_key_order_whitespace_and_declared_case():
     one = _hash('{"status":"paid","start_date":"2026-01-01","end_date":"2026-01-31","limit":20}')
-    other = _hash('{ "limit": 20,\n  "end_date": "2026/01/31", "start_date": " 2026-01-01",\n'
-                  '  "status": " Paid " }')
+    other = _hash(
+        '{ "limit": 20,\n  "end_date": "2026/01/31", "start_date": " 2026-01-01",\n  "status": " Paid " }'
+    )
 
     assert one == other
 
@@ -98,8 +120,9 @@ def test_the_input_is_not_changed():
     assert given["status"] == " PAID "
 
 
-@pytest.mark.parametrize(("value", "path"), [(2**60, "/limit"), (float("inf"), "/limit"),
-                                             ([1, 2**70], "/limit/1")])
+@pytest.mark.parametrize(
+    ("value", "path"), [(2**60, "/limit"), (float("inf"), "/limit"), ([1, 2**70], "/limit/1")]
+)
 def test_numbers_json_cannot_carry_exactly_are_refused(value, path):
     with pytest.raises(InvalidArgsError) as caught:
         normalize_arguments({**VALID_ARGS, "limit": value}, NORMALIZED)

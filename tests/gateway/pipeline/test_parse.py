@@ -83,8 +83,9 @@ def test_numbers_that_are_not_finite_after_parsing_are_refused_too(raw):
     assert_actionable(caught.value, kind="invalid_json", recoverable=True)
 
 
-@pytest.mark.parametrize("raw", ['{"status": "paid", "status": "cancelled"}',
-                                 '{"filter": {"status": "paid", "status": "all"}}'])
+@pytest.mark.parametrize(
+    "raw", ['{"status": "paid", "status": "cancelled"}', '{"filter": {"status": "paid", "status": "all"}}']
+)
 def test_duplicate_keys_are_refused_and_named(raw):
     with pytest.raises(InvalidJsonError) as caught:
         parse_arguments(raw)

@@ -22,8 +22,10 @@ DATED = make_version(rules=[DATE_ORDER, MAX_SPAN])
 @business_rule("tests.no_cancelled_on_sundays")
 def _no_cancelled_on_sundays(arguments, context, history):
     if arguments.get("status") == "cancelled" and context.now.weekday() == 6:
-        raise BusinessRuleError("Cancelled orders cannot be searched on Sundays.",
-                                hint="Search paid or pending orders, or try again on Monday.")
+        raise BusinessRuleError(
+            "Cancelled orders cannot be searched on Sundays.",
+            hint="Search paid or pending orders, or try again on Monday.",
+        )
 
 
 def _invalid(arguments, version=DATED, policy=None) -> InvalidArgsError:
@@ -46,9 +48,11 @@ def _dates(start: str, end: str) -> dict:
 
 # --- effective rules: a tenant can only narrow ---
 
+
 def test_a_tenant_override_lowers_a_limit_and_replaces_the_hint():
-    policy = make_policy(rule_overrides={"max_span": {"max_days": 31, "hint": "Ask month by month.",
-                                                      "start": "end_date"}})
+    policy = make_policy(
+        rule_overrides={"max_span": {"max_days": 31, "hint": "Ask month by month.", "start": "end_date"}}
+    )
 
     (_, span) = effective_rules(DATED, policy)
 
@@ -75,8 +79,7 @@ def test_policy_budgets_narrow_declared_rules_and_add_missing_ones():
 
     rules = [dict(rule) for rule in effective_rules(version, policy)]
 
-    assert rules == [{"type": "task_budget", "max_calls": 2},
-                     {"type": "daily_quota", "max_calls": 50}]
+    assert rules == [{"type": "task_budget", "max_calls": 2}, {"type": "daily_quota", "max_calls": 50}]
 
 
 def test_a_rule_override_alone_adds_a_budget_the_version_lacks():
@@ -88,6 +91,7 @@ def test_a_rule_override_alone_adds_a_budget_the_version_lacks():
 
 
 # --- rules the arguments alone can satisfy ---
+
 
 def test_end_before_start_is_invalid_with_both_values_and_the_swap():
     error = _invalid(_dates("2026-03-01", "2026-02-01"))
@@ -126,8 +130,9 @@ def test_a_too_long_range_gets_the_limit_and_a_concrete_split():
 
 
 def test_the_split_ends_at_the_requested_end_and_long_splits_are_abridged():
-    error = _invalid(_dates("2026-01-01", "2026-12-31"),
-                     policy=make_policy(rule_overrides={"max_span": {"max_days": 31}}))
+    error = _invalid(
+        _dates("2026-01-01", "2026-12-31"), policy=make_policy(rule_overrides={"max_span": {"max_days": 31}})
+    )
 
     assert "2026-01-01..2026-01-31, 2026-02-01..2026-03-03," in error.hint
     assert "(12 ranges in all)" in error.hint
@@ -156,6 +161,7 @@ def test_an_impossible_calendar_date_is_explained():
 
 # --- rules about state ---
 
+
 def test_the_task_budget_refuses_once_used_up():
     version = make_version(rules=[{"type": "task_budget", "max_calls": 5}])
     check_state_rules(VALID_ARGS, version, make_context(), TaskHistory(calls_of_tool_in_task=4))
@@ -167,8 +173,9 @@ def test_the_task_budget_refuses_once_used_up():
 
 
 def test_the_tenant_budget_applies_without_a_declared_rule_and_the_narrower_wins():
-    version = make_version(rules=[{"type": "task_budget", "max_calls": 5,
-                                   "hint": "Answer with the orders you already found."}])
+    version = make_version(
+        rules=[{"type": "task_budget", "max_calls": 5, "hint": "Answer with the orders you already found."}]
+    )
 
     error = _refused(version, TaskHistory(calls_of_tool_in_task=2), make_policy(task_call_budget=2))
 
@@ -189,8 +196,12 @@ def test_the_daily_quota_counts_the_subjects_calls_today():
 
 def test_a_required_earlier_call_names_the_tool_to_call_first():
     version = make_version(rules=[{"type": "requires_earlier_call", "tool": "verify_customer"}])
-    check_state_rules(VALID_ARGS, version, make_context(),
-                      TaskHistory(committed_tools_in_task=frozenset({"verify_customer"})))
+    check_state_rules(
+        VALID_ARGS,
+        version,
+        make_context(),
+        TaskHistory(committed_tools_in_task=frozenset({"verify_customer"})),
+    )
 
     error = _refused(version, TaskHistory(committed_tools_in_task=frozenset({"search_orders"})))
 
@@ -209,8 +220,15 @@ def test_a_custom_rule_runs_with_the_arguments_context_and_history(history):
 
 
 def test_a_declared_hint_replaces_the_custom_rules_own(history):
-    version = make_version(rules=[{"type": "custom", "callable": "tests.no_cancelled_on_sundays",
-                                   "hint": "Ask the user whether paid orders will do."}])
+    version = make_version(
+        rules=[
+            {
+                "type": "custom",
+                "callable": "tests.no_cancelled_on_sundays",
+                "hint": "Ask the user whether paid orders will do.",
+            }
+        ]
+    )
 
     error = _refused(version, history, arguments={**VALID_ARGS, "status": "cancelled"})
 
@@ -234,6 +252,7 @@ def test_a_taken_rule_name_cannot_be_registered_by_another_function():
 
 # --- which counters to load ---
 
+
 @pytest.mark.parametrize(
     ("rules", "policy", "needs"),
     [
@@ -241,8 +260,11 @@ def test_a_taken_rule_name_cannot_be_registered_by_another_function():
         ([{"type": "task_budget", "max_calls": 3}], make_policy(), HistoryNeeds(task_calls=True)),
         ([], make_policy(daily_quota_per_subject=5), HistoryNeeds(subject_calls=True)),
         ([{"type": "requires_earlier_call", "tool": "x"}], make_policy(), HistoryNeeds(committed_tools=True)),
-        ([{"type": "custom", "callable": "tests.no_cancelled_on_sundays"}], make_policy(),
-         HistoryNeeds(task_calls=True, subject_calls=True, committed_tools=True)),
+        (
+            [{"type": "custom", "callable": "tests.no_cancelled_on_sundays"}],
+            make_policy(),
+            HistoryNeeds(task_calls=True, subject_calls=True, committed_tools=True),
+        ),
     ],
 )
 def test_only_the_counters_the_rules_read_are_needed(rules, policy, needs):

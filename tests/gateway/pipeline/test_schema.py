@@ -41,17 +41,18 @@ def test_not_cancelled_is_refused_with_the_allowed_statuses(version):
 
 def test_every_violation_is_listed_with_its_pointer(version):
     error = _refusal(
-        {"status": "open", "start_date": "01/02/2026", "end_date": "2026-01-31", "limit": 0,
-         "foo": 1},
+        {"status": "open", "start_date": "01/02/2026", "end_date": "2026-01-31", "limit": 0, "foo": 1},
         version,
     )
 
     assert sorted(_paths(error)) == ["/foo", "/limit", "/start_date", "/status"]
     assert "4 problems" in error.message
-    for expected in ("status must be one of: pending, paid, cancelled, all",
-                     "limit must be between 1 and 100",
-                     r"start_date must match ^\d{4}-\d{2}-\d{2}$ (e.g. 2026-01-31)",
-                     "remove unknown fields: foo"):
+    for expected in (
+        "status must be one of: pending, paid, cancelled, all",
+        "limit must be between 1 and 100",
+        r"start_date must match ^\d{4}-\d{2}-\d{2}$ (e.g. 2026-01-31)",
+        "remove unknown fields: foo",
+    ):
         assert expected in error.hint
 
 
@@ -101,17 +102,23 @@ def test_huge_values_are_not_echoed(version):
 
 
 def test_nested_places_are_json_pointers_with_escapes():
-    version = make_version(context_bindings={}, parameters={
-        "type": "object",
-        "properties": {
-            "lines": {"type": "array", "items": {
-                "type": "object",
-                "properties": {"qty": {"type": "integer", "minimum": 1}},
-                "required": ["qty"],
-            }},
-            "a/b~c": {"type": "string"},
+    version = make_version(
+        context_bindings={},
+        parameters={
+            "type": "object",
+            "properties": {
+                "lines": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"qty": {"type": "integer", "minimum": 1}},
+                        "required": ["qty"],
+                    },
+                },
+                "a/b~c": {"type": "string"},
+            },
         },
-    })
+    )
 
     error = _refusal({"lines": [{"qty": 1}, {"qty": 0}, {}], "a/b~c": 1}, version)
 
@@ -126,18 +133,28 @@ def test_nested_places_are_json_pointers_with_escapes():
         ({"type": "string", "format": "date"}, "2026-02-30", "when must be a real date as YYYY-MM-DD"),
         ({"type": "string", "minLength": 3, "maxLength": 5}, "ab", "when must be between 3 and 5 characters"),
         ({"type": "integer", "exclusiveMinimum": 0}, 0, "when must be greater than 0"),
-        ({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]}, 0,
-         "when must be an integer at least 1 or null"),
+        (
+            {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+            0,
+            "when must be an integer at least 1 or null",
+        ),
         ({"const": "v1"}, "v2", 'when must be "v1"'),
         ({"type": "array", "maxItems": 2}, [1, 2, 3], "when must have at most 2 items"),
-        ({"type": "string", "examples": ["09:30"], "pattern": "^[0-9]{2}:[0-9]{2}$"}, "9h",
-         "when must match ^[0-9]{2}:[0-9]{2}$ (e.g. 09:30)"),
+        (
+            {"type": "string", "examples": ["09:30"], "pattern": "^[0-9]{2}:[0-9]{2}$"},
+            "9h",
+            "when must match ^[0-9]{2}:[0-9]{2}$ (e.g. 09:30)",
+        ),
     ],
 )
 def test_each_kind_of_constraint_gets_a_hint_quoting_what_is_allowed(field_schema, value, expected):
-    version = make_version(context_bindings={}, parameters={
-        "type": "object", "properties": {"when": field_schema},
-    })
+    version = make_version(
+        context_bindings={},
+        parameters={
+            "type": "object",
+            "properties": {"when": field_schema},
+        },
+    )
 
     error = _refusal({"when": value}, version)
 
