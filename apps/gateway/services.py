@@ -324,7 +324,8 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
         return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
     except ExecutionNotSent as exc:
         error: ToolHubError = UpstreamError(
-            f"{version.tool_name}'s external system could not be reached; nothing was sent, so nothing happened.",
+            f"{version.tool_name}'s external system could not be reached; nothing was sent, "
+            "so nothing happened.",
             hint="The provider is down or unreachable. Tell the user the action was not done; "
             "try again later with a new call id.",
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,6 +30,15 @@ _ERRORS = {
     429: OpenApiResponse(EnvelopeSerializer, description="The agent's own request rate."),
     503: OpenApiResponse(EnvelopeSerializer, description="Database or broker down: nothing ran."),
 }
+
+
+SESSION_PARAMETER = OpenApiParameter(
+    name="X-ToolHub-Session",
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="The end user's session token from POST /api/v1/sessions. Tools that act for a user "
+    "take its identity from here, never from arguments.",
+)
 
 
 def _options(data: dict[str, Any]) -> InvokeOptions:
@@ -57,6 +66,7 @@ class InvokeApi(APIView):
         "tool errors included; 202 when the call was accepted to run asynchronously. The end user's "
         "session token goes in the X-ToolHub-Session header.",
         request=InvokeInputSerializer,
+        parameters=[SESSION_PARAMETER],
         responses={200: EnvelopeSerializer, 202: EnvelopeSerializer, **_ERRORS},
     )
     def post(self, request: Request) -> Response:
@@ -79,6 +89,7 @@ class InvokeBatchApi(APIView):
         description="Results come back in the calls' order with call ids matched. Readonly and "
         "recomputable calls run concurrently, writes one at a time in order.",
         request=BatchInputSerializer,
+        parameters=[SESSION_PARAMETER],
         responses={200: BatchOutputSerializer, **_ERRORS},
     )
     def post(self, request: Request) -> Response:
