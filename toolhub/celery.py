@@ -10,4 +10,8 @@ app = Celery("toolhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-app.conf.beat_schedule = {}
+# The one beat schedule of the project (README "Operations" says what each job does).
+app.conf.beat_schedule = {
+    "ledger-sweep": {"task": "ledger.sweep", "schedule": 15.0},
+    "ledger-reconcile-due": {"task": "ledger.reconcile_due", "schedule": 10.0},
+}

@@ -171,3 +171,5 @@ class PreparedCall:
     arguments: Mapping[str, Any]
     args_hash: str
     subject: str = ""
+    # Why an operator must approve the call before it runs; None when it may run now.
+    approval_reason: str | None = None

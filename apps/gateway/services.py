@@ -21,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from apps.audit.invocation_log import invocation_record
 from apps.common.errors import (
@@ -30,16 +31,25 @@ from apps.common.errors import (
     OutcomeUnknownError,
     ToolHubError,
     ToolTimeoutError,
+    UnavailableError,
     UpstreamError,
 )
-from apps.ledger.models import LedgerEntry, LedgerState
-from apps.ledger.services import IntentSpec, ledger_open_intent, ledger_record_outcome
+from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
+from apps.ledger.reconciliation import execution_request_for
+from apps.ledger.services import (
+    ApprovalSpec,
+    IntentSpec,
+    ledger_claim,
+    ledger_fail_intent,
+    ledger_open_intent,
+    ledger_record_outcome,
+)
 from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.sessions import SessionClaims, verify_session
 
 from . import counters
 from .contracts import CallContext, PreparedCall, ToolCall, VersionSpec, thaw
-from .envelopes import accepted_envelope, json_size, result_envelope, shape_result
+from .envelopes import accepted_envelope, json_size, pending_approval_envelope, result_envelope, shape_result
 from .executors import execute
 from .executors.base import (
     ExecutionAmbiguous,
@@ -49,6 +59,7 @@ from .executors.base import (
     ExecutionRequest,
     ExecutionTimedOut,
 )
+from .pipeline.approval import approval_expires_s, approval_reason
 from .pipeline.authorize import apply_bindings
 from .pipeline.guards import check_loop, check_rate
 from .pipeline.normalize import normalize_arguments
@@ -70,6 +81,8 @@ class InvokeOptions:
     toolset: str | None = None
     phase: str | None = None
     dry_run: bool = False
+    # How long the client waits for a slow call before taking `accepted` (0: run it in the request).
+    wait_s: float = 0
 
 
 @dataclass(frozen=True)
@@ -143,6 +156,7 @@ def prepare_call(
         arguments=bound,
         args_hash=normalized.args_hash,
         subject=session.subject if session else "",
+        approval_reason=approval_reason(bound, version, context.policy),
     )
     needs = history_needed(version, context.policy)
     history = counters.task_history(
@@ -256,6 +270,9 @@ def _replay(entry: LedgerEntry, key: str, prepared: PreparedCall) -> Outcome:
     if entry.state == LedgerState.FAILED:
         envelope = {**(entry.error or {}), "call_id": call.call_id, "cached": True}
         return Outcome(call=call, version=version, envelope=envelope, execution_id=str(entry.pk))
+    if entry.state == LedgerState.INTENT and _awaits_approval(entry):
+        envelope = pending_approval_envelope(call_id=call.call_id, execution_id=str(entry.pk))
+        return Outcome(call=call, version=version, envelope=envelope, execution_id=str(entry.pk))
     if entry.state == LedgerState.INTENT:
         wait = max(1, round(version.timeout_s))
         error = InProgressError(
@@ -277,8 +294,24 @@ def _replay(entry: LedgerEntry, key: str, prepared: PreparedCall) -> Outcome:
     )
 
 
-def run_write(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
-    """Execute a write at most once per idempotency key, with the ledger around it."""
+def needs_ledger(prepared: PreparedCall, options: InvokeOptions) -> bool:
+    """Writes always; any call that runs outside the request (async, short wait, approval)."""
+    version = prepared.version
+    return (
+        version.is_write
+        or version.mode == "async"
+        or prepared.approval_reason is not None
+        or 0 < options.wait_s < version.timeout_s
+    )
+
+
+def run_ledgered(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
+    """Execute a call at most once per idempotency key, with the ledger around it.
+
+    Runs in the request, or — when the version is async, the client waits less than the
+    tool's timeout, or an operator must approve first — records the intent and lets a
+    Celery task run it, answering `accepted` / `pending_approval` with a poll path.
+    """
     call, version = prepared.call, prepared.version
     key = idempotency_key(
         tenant_slug=principal.tenant_slug,
@@ -287,6 +320,13 @@ def run_write(*, principal: AgentPrincipal, options: InvokeOptions, prepared: Pr
         tool=version.tool_name,
         args_hash=prepared.args_hash,
     )
+    approval = None
+    if prepared.approval_reason:
+        approval = ApprovalSpec(
+            reason=prepared.approval_reason,
+            expires_s=approval_expires_s(version, settings.TOOLHUB_APPROVAL_EXPIRES_S),
+        )
+    run_async = approval is not None or version.mode == "async" or options.wait_s > 0
     opened = ledger_open_intent(
         spec=IntentSpec(
             tenant_id=principal.tenant_id,
@@ -299,14 +339,96 @@ def run_write(*, principal: AgentPrincipal, options: InvokeOptions, prepared: Pr
             subject=prepared.subject,
             args_hash=prepared.args_hash,
             arguments=thaw(prepared.arguments),
+            run_async=run_async,
+            approval=approval,
         ),
         actor=f"agent:{principal}",
     )
+    entry = opened.entry
     if not opened.created:
-        return _replay(opened.entry, key, prepared)
-    return execute_entry(
-        entry=opened.entry, request=_execution_request(principal, options, prepared, key), prepared=prepared
+        return _replay(entry, key, prepared)
+    if approval is not None:
+        envelope = pending_approval_envelope(call_id=call.call_id, execution_id=str(entry.pk))
+        return Outcome(call=call, version=version, envelope=envelope, execution_id=str(entry.pk))
+    if not run_async:
+        return execute_entry(
+            entry=entry, request=_execution_request(principal, options, prepared, key), prepared=prepared
+        )
+    _enqueue(entry, call)
+    if options.wait_s > 0:
+        entry = _wait_for_outcome(entry.pk, options.wait_s)
+        if entry.state != LedgerState.INTENT:
+            return Outcome(
+                call=call,
+                version=version,
+                envelope=execution_envelope(entry=entry),
+                execution_id=str(entry.pk),
+            )
+    envelope = accepted_envelope(call_id=call.call_id, execution_id=str(entry.pk))
+    return Outcome(call=call, version=version, envelope=envelope, execution_id=str(entry.pk))
+
+
+def _enqueue(entry: LedgerEntry, call: ToolCall) -> None:
+    """Hand an intent to the workers; if the broker refuses, nothing will run: say so."""
+    from .tasks import execute_entry_task
+
+    try:
+        execute_entry_task.delay(str(entry.pk))
+    except OperationalError:
+        logger.error("broker unreachable; refusing async call %s", entry.pk)
+        error = UnavailableError(
+            "ToolHub cannot reach its task queue, so this call was not run.",
+            hint="Nothing happened. This is temporary on ToolHub's side; try again in a minute "
+            "with a new call id.",
+            retry_after_s=30,
+            http_status=503,
+        )
+        ledger_fail_intent(
+            entry_id=entry.pk,
+            actor="gateway",
+            error=error.as_envelope(call_id=call.call_id),
+            note="broker unreachable at enqueue",
+        )
+        raise error from None
+
+
+def _wait_for_outcome(entry_id: Any, wait_s: float) -> LedgerEntry:
+    """Poll the entry until it leaves `intent` or the client's wait is over."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.02
+    while True:
+        entry = LedgerEntry.objects.select_related("version__tool").get(pk=entry_id)
+        remaining = deadline - time.monotonic()
+        if entry.state != LedgerState.INTENT or remaining <= 0:
+            return entry
+        time.sleep(min(pause, remaining))
+        pause = min(pause * 2, 0.25)
+
+
+def execute_async_entry(*, entry_id: Any) -> None:
+    """A worker runs an entry recorded by an earlier request (the Celery task's body).
+
+    Does nothing when the entry was settled meanwhile, awaits or lacks approval, or another
+    delivery of the same task already started it (the sweeper deals with that one if it
+    never finishes). Otherwise claims it and executes it like the request would have.
+    """
+    entry = LedgerEntry.objects.select_related("version__tool", "tenant", "tool").filter(pk=entry_id).first()
+    if entry is None or entry.state != LedgerState.INTENT:
+        return
+    approval = Approval.objects.filter(entry_id=entry.pk).values_list("status", flat=True).first()
+    if approval not in (None, ApprovalStatus.APPROVED):
+        return
+    if not ledger_claim(entry_id=entry.pk):
+        return
+    version = VersionSpec.from_model(entry.version)
+    prepared = PreparedCall(
+        call=ToolCall(call_id=entry.call_id, name=version.tool_name, arguments=entry.arguments),
+        version=version,
+        arguments=entry.arguments,
+        args_hash=entry.args_hash,
+        subject=entry.subject,
     )
+    execute_entry(entry=entry, request=execution_request_for(entry), prepared=prepared)
 
 
 def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: PreparedCall) -> Outcome:
@@ -490,7 +612,9 @@ def _execute_all(
     principal: AgentPrincipal, options: InvokeOptions, prepared: list[PreparedCall | Outcome]
 ) -> list[Outcome]:
     """Reads concurrently (when there are several), writes one by one in the calls' order."""
-    reads = [i for i, p in enumerate(prepared) if isinstance(p, PreparedCall) and not p.version.is_write]
+    reads = [
+        i for i, p in enumerate(prepared) if isinstance(p, PreparedCall) and not needs_ledger(p, options)
+    ]
     futures = {}
     if len(reads) > 1:
         futures = {
@@ -503,8 +627,8 @@ def _execute_all(
             outcomes[i] = p
         elif i in futures:
             continue
-        elif p.version.is_write:
-            outcomes[i] = run_write(principal=principal, options=options, prepared=p)
+        elif needs_ledger(p, options):
+            outcomes[i] = run_ledgered(principal=principal, options=options, prepared=p)
         else:
             outcomes[i] = run_readonly(principal=principal, options=options, prepared=p)
     for i, future in futures.items():
@@ -562,8 +686,14 @@ def execution_envelope(*, entry: LedgerEntry) -> dict[str, Any]:
         return finish(Outcome(call=call, version=version, result=entry.result, execution_id=str(entry.pk)))
     if entry.state == LedgerState.FAILED:
         return {**(entry.error or {}), "execution_id": str(entry.pk)}
+    if entry.state == LedgerState.INTENT and _awaits_approval(entry):
+        return pending_approval_envelope(call_id=entry.call_id, execution_id=str(entry.pk))
     if entry.state == LedgerState.INTENT:
         return accepted_envelope(call_id=entry.call_id, execution_id=str(entry.pk), poll=_poll_path(entry.pk))
     return _uncertain(
         OutcomeUnknownError, "The outcome of this call is still unknown.", entry.pk
     ).as_envelope(call_id=entry.call_id, tool=version.tool_name)
+
+
+def _awaits_approval(entry: LedgerEntry) -> bool:
+    return Approval.objects.filter(entry_id=entry.pk, status=ApprovalStatus.PENDING).exists()

@@ -37,8 +37,17 @@ class LedgerEntry(TenantOwnedModel):
     state = models.CharField(max_length=10, choices=LedgerState.choices, default="intent")
     result = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True, help_text="Stored error envelope.")
+    run_async = models.BooleanField(
+        default=False, help_text="Executed by a Celery task rather than in the request."
+    )
+    claimed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When an executor started on it; empty: not started yet."
+    )
     attempts = models.PositiveIntegerField(default=0, help_text="Reconciliation attempts.")
     next_check_at = models.DateTimeField(null=True, blank=True)
+    triage_since = models.DateTimeField(
+        null=True, blank=True, help_text="When reconciliation gave up and a person must settle it."
+    )
     settled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -53,7 +62,13 @@ class LedgerEntry(TenantOwnedModel):
             models.Index(fields=["state", "created_at"], name="ledger_state_age"),
             models.Index(fields=["tenant", "state", "created_at"], name="ledger_tenant_state_age"),
             models.Index(fields=["state", "next_check_at"], name="ledger_due_checks"),
+            models.Index(
+                fields=["triage_since"],
+                name="ledger_triage_queue",
+                condition=models.Q(state="unknown", triage_since__isnull=False),
+            ),
         ]
+        permissions = [("settle_ledgerentry", "Can settle or reconcile an unknown ledger entry")]
 
     def __str__(self) -> str:
         return f"{self.tool_id}:{self.task_id}/{self.call_id} [{self.state}]"
@@ -75,3 +90,55 @@ class LedgerEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_state or '∅'} → {self.to_state} by {self.actor}"
+
+
+class ReconcileAttempt(models.Model):
+    """One question to the executor's reconcile hook about an unknown entry, and its answer."""
+
+    class Answer(models.TextChoices):
+        FOUND = "found"
+        ABSENT = "absent"
+        UNCLEAR = "unclear"
+
+    entry = models.ForeignKey(LedgerEntry, on_delete=models.CASCADE, related_name="reconcile_attempts")
+    answer = models.CharField(max_length=8, choices=Answer.choices)
+    note = models.TextField(blank=True)
+    actor = models.CharField(max_length=200)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.answer}: {self.note}"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class Approval(models.Model):
+    """An operator's go-ahead for one high-impact call, bound to its exact version and arguments."""
+
+    entry = models.OneToOneField(LedgerEntry, on_delete=models.CASCADE, related_name="approval")
+    tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+")
+    version = models.ForeignKey("catalog.ToolVersion", on_delete=models.PROTECT, related_name="+")
+    args_hash = models.CharField(max_length=64)
+    reason = models.TextField(help_text="Why this call needs approval.")
+    status = models.CharField(max_length=10, choices=ApprovalStatus.choices, default="pending")
+    expires_at = models.DateTimeField()
+    decided_by = models.CharField(max_length=200, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["status", "expires_at"], name="approval_pending_expiry")]
+        permissions = [("decide_approval", "Can approve or reject a pending call")]
+
+    def __str__(self) -> str:
+        return f"approval of {self.entry_id} ({self.status})"

@@ -119,7 +119,9 @@ SPECTACULAR_SETTINGS = {
 # Celery: the filesystem transport needs no broker process (the `make run` default).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 _FS_BROKER_DIR = VAR_DIR / "broker"
-CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
+# Unacknowledged tasks come back after the visibility timeout: it must exceed the longest
+# task (gateway.execute_entry's hard limit is 660 s), or a slow task would run twice.
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
 if CELERY_BROKER_URL.startswith("filesystem"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_FS_BROKER_DIR),
@@ -133,6 +135,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Fail fast when the broker is down: the request answers 503 instead of hanging.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # Outbound secrets are referenced by name from executor configs, never sent as arguments.
@@ -156,3 +160,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
+
+# Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
+TOOLHUB_RECONCILE_BACKOFF_S = [float(s) for s in env.list("TOOLHUB_RECONCILE_BACKOFF_S", default=[10, 30, 120, 600, 1800])]
+# An executing entry is declared unknown this long after its tool's timeout.
+TOOLHUB_SWEEP_GRACE_S = env.float("TOOLHUB_SWEEP_GRACE_S", default=30.0)
+# How long an approval request stays open unless the version says otherwise.
+TOOLHUB_APPROVAL_EXPIRES_S = env.int("TOOLHUB_APPROVAL_EXPIRES_S", default=3600)

@@ -9,7 +9,9 @@ DATABASES = {
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 CACHES = {"default": env.cache("CACHE_URL", default="redis://127.0.0.1:6379/1")}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
-CELERY_BROKER_TRANSPORT_OPTIONS = {}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECRET_KEY = "test-secret-key-" + "t" * 40
 TOOLHUB_INVOCATION_LOG_SYNC = True
+TOOLHUB_RECONCILE_BACKOFF_S = [0.0, 0.0, 0.0]
+TOOLHUB_SWEEP_GRACE_S = 0.5

@@ -47,6 +47,7 @@ def _options(data: dict[str, Any]) -> InvokeOptions:
         toolset=data["toolset"] or None,
         phase=data["phase"] or None,
         dry_run=data["dry_run"],
+        wait_s=data.get("wait_s", 0),
     )
 
 

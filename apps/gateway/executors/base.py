@@ -60,6 +60,8 @@ class ReconcileAnswer:
     found: bool | None  # True: it happened; False: it certainly did not; None: still unclear
     result: Any = None
     note: str = ""
+    # False when asking again cannot help (no hook, no status endpoint): straight to triage.
+    retry: bool = True
 
 
 ToolCallable = Callable[[ExecutionRequest], Any]

@@ -124,7 +124,7 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
     """Ask the provider's status endpoint whether the request with this key was applied."""
     status_path = request.config.get("status_path")
     if not status_path or not request.idempotency_key:
-        return ReconcileAnswer(found=None, note="this tool has no status endpoint to ask")
+        return ReconcileAnswer(found=None, note="this tool has no status endpoint to ask", retry=False)
     url = _base_url(request.config) + str(status_path)
     try:
         response = _CLIENT.get(

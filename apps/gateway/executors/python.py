@@ -55,5 +55,7 @@ def run_python(request: ExecutionRequest) -> Any:
 def reconcile_python(request: ExecutionRequest) -> ReconcileAnswer:
     hook = get_reconcile_callable(request.config.get("reconcile") or request.config.get("callable", ""))
     if hook is None:
-        return ReconcileAnswer(found=None, note="no reconcile hook is registered for this executor")
+        return ReconcileAnswer(
+            found=None, note="no reconcile hook is registered for this executor", retry=False
+        )
     return _POOL.submit(_in_worker, hook, request).result(timeout=request.timeout_s)

@@ -1,0 +1,75 @@
+"""Operators' decisions on calls that need approval before they run."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from apps.audit.services import audit_record
+from apps.common.errors import ForbiddenError
+from apps.gateway.contracts import VersionSpec
+from apps.gateway.pipeline.normalize import normalize_arguments
+
+from .models import Approval, ApprovalStatus, LedgerState
+from .services import ledger_fail_intent
+
+
+class ApprovalRefused(Exception):
+    """The approval cannot be decided (already decided, expired, or its call changed)."""
+
+
+def _still_bound(approval: Approval) -> bool:
+    """The call about to run is exactly the one approved: same version, same arguments."""
+    entry = approval.entry
+    if entry.version_id != approval.version_id:
+        return False
+    spec = VersionSpec.from_model(entry.version)
+    return normalize_arguments(entry.arguments, spec).args_hash == approval.args_hash == entry.args_hash
+
+
+def approval_decide(*, approval: Approval, approve: bool, actor: str, note: str) -> Approval:
+    """Approve (the call is enqueued for execution) or reject (the call is refused).
+
+    Writes the approval, the entry's transition when rejected, and an audit event, in one
+    transaction; the execution is enqueued only once it commits. Raises ValidationError
+    without a note, ApprovalRefused when the approval is no longer pending or its call no
+    longer matches what was asked for.
+    """
+    from apps.gateway.tasks import execute_entry_task
+
+    if not note.strip():
+        raise ValidationError("Say why: a note is required to approve or reject.")
+    now = timezone.now()
+    with transaction.atomic():
+        locked = (
+            Approval.objects.select_for_update()
+            .select_related("entry__version", "entry__tool")
+            .get(pk=approval.pk)
+        )
+        if locked.status != ApprovalStatus.PENDING or locked.entry.state != LedgerState.INTENT:
+            raise ApprovalRefused(f"This approval is already {locked.status}.")
+        if locked.expires_at <= now:
+            raise ApprovalRefused("This approval has expired; the call will be refused.")
+        if approve and not _still_bound(locked):
+            raise ApprovalRefused("The call no longer matches what was submitted for approval.")
+        locked.status = ApprovalStatus.APPROVED if approve else ApprovalStatus.REJECTED
+        locked.decided_by, locked.decided_at, locked.note = actor, now, note.strip()
+        locked.save(update_fields=["status", "decided_by", "decided_at", "note"])
+        if approve:
+            entry_id = str(locked.entry_id)
+            transaction.on_commit(lambda: execute_entry_task.delay(entry_id))
+        else:
+            error = ForbiddenError(
+                "An operator rejected this call, so it was not run.",
+                hint=f"Operator's note: {note.strip()} Tell the user; do not make the same call again.",
+            ).as_envelope(call_id=locked.entry.call_id, tool=locked.entry.tool.name)
+            ledger_fail_intent(entry_id=locked.entry_id, actor=actor, error=error, note=note)
+        audit_record(
+            tenant_id=locked.tenant_id,
+            actor=actor,
+            action=f"approval.{locked.status}",
+            target=locked,
+            note=note,
+        )
+    return locked
