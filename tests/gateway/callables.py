@@ -7,7 +7,14 @@ import time
 from collections import Counter
 
 from apps.common.errors import BusinessRuleError
-from apps.gateway.executors.base import ExecutionRejected, ExecutionRequest, tool_callable
+from apps.gateway.executors.base import (
+    ExecutionRejected,
+    ExecutionRequest,
+    ExecutionTimedOut,
+    ReconcileAnswer,
+    reconcile_callable,
+    tool_callable,
+)
 
 RUNS: Counter[str] = Counter()
 _LOCK = threading.Lock()
@@ -66,3 +73,18 @@ def timed(request: ExecutionRequest) -> dict:
     with _LOCK:
         TIMELINE.append((request.call_id, start, time.monotonic()))
     return {"call": request.call_id, "items": list(range(request.arguments.get("count", 1)))}
+
+
+# What the test reconcile hook answers, by idempotency key (absent: "still unclear").
+RECONCILE_ANSWERS: dict[str, ReconcileAnswer] = {}
+
+
+@tool_callable("tests.write_later_checked")
+def write_later_checked(request: ExecutionRequest) -> dict:
+    _ran("tests.write_later_checked")
+    raise ExecutionTimedOut("no answer in time")
+
+
+@reconcile_callable("tests.write_later_checked")
+def check_write(request: ExecutionRequest) -> ReconcileAnswer:
+    return RECONCILE_ANSWERS.get(request.idempotency_key or "", ReconcileAnswer(found=None, note="provider busy"))

@@ -13,7 +13,7 @@ from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Grant
 from apps.tenancy.services import agent_key_issue, session_mint
 from tests.factories import AgentFactory, TenantFactory
-from tests.gateway.callables import RUNS, TIMELINE
+from tests.gateway.callables import RECONCILE_ANSWERS, RUNS, TIMELINE
 
 QUERY_SCHEMA = {
     "type": "object",
@@ -31,6 +31,7 @@ BOUND_USER = {"user_id": {"source": "session.subject", "policy": "must_match"}}
 def _reset_runs():
     RUNS.clear()
     TIMELINE.clear()
+    RECONCILE_ANSWERS.clear()
     yield
 
 
