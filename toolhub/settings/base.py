@@ -143,6 +143,8 @@ TOOLHUB_SECRETS = {
 TOOLHUB_DEMO_PAYMENTS_URL = env.str(
     "TOOLHUB_DEMO_PAYMENTS_URL", default="http://127.0.0.1:8000/demo/payments"
 )
+# `seed_demo` derives the admin password from SECRET_KEY unless this is set.
+TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
 TOOLHUB_SESSION_MAX_TTL_S = env.int("TOOLHUB_SESSION_MAX_TTL_S", default=86_400)
 
 LOGGING = {
