@@ -40,6 +40,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves the admin's static files from gunicorn: `make run` has no separate web server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -125,6 +127,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_in": str(_FS_BROKER_DIR),
         "data_folder_out": str(_FS_BROKER_DIR),
         "processed_folder": str(VAR_DIR / "broker-processed"),
+        # kombu's default is ./control, which would litter the checkout.
+        "control_folder": str(VAR_DIR / "broker-control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = False

@@ -12,3 +12,6 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECRET_KEY = "test-secret-key-" + "t" * 40
+# Tests do not run collectstatic: let WhiteNoise look files up per request instead of
+# warning that STATIC_ROOT is missing.
+WHITENOISE_AUTOREFRESH = True
