@@ -26,7 +26,7 @@ def order_list_for_user(
     return list(orders.order_by("placed_on", "order_id")[:limit])
 
 
-def order_not_found(order_id: str) -> NotFoundError:
+def _order_not_found(order_id: str) -> NotFoundError:
     """The one answer for a missing order and for another user's order: they must look alike."""
     return NotFoundError(
         f"No order {order_id} was found for this user.",
@@ -39,7 +39,7 @@ def order_get_for_user(*, user_id: str, order_id: str) -> DemoOrder:
     """The user's order `order_id`. Raises NotFoundError when it is missing or someone else's."""
     order = DemoOrder.objects.filter(order_id=order_id, user_id=user_id).first()
     if order is None:
-        raise order_not_found(order_id)
+        raise _order_not_found(order_id)
     return order
 
 

@@ -1,6 +1,9 @@
 """The demo payments provider's HTTP API. It plays a third party, so it is plain Django
 with the provider's own error format (`{"error": {"code", "message"}}`), not DRF.
 
+The POST body is `{"order_id", "amount_cents"}`, plus the `user_id` ToolHub's http
+executor sends along: when present, the order must be that user's.
+
 Test knobs, query parameters of POST, make ambiguous outcomes reproducible:
 `delay_ms=N` sleeps N ms before answering (after recording), `fail=before` answers 503
 with nothing recorded, `fail=after` records the refund and then answers 500. The status

@@ -11,7 +11,7 @@ import pytest
 from apps.demo_shop.models import DemoRefund
 from apps.demo_shop.services import set_status_endpoint_down
 
-from .conftest import DemoOrderFactory
+from .factories import DemoOrderFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

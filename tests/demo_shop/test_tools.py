@@ -13,7 +13,7 @@ from apps.demo_shop.models import DemoOrder
 from apps.demo_shop.tools import cancel_order, cancel_order_outcome, get_order, search_orders
 from apps.gateway.executors.base import ExecutionRejected, get_reconcile_callable, get_tool_callable
 
-from .conftest import DemoOrderFactory, execution_request
+from .factories import DemoOrderFactory, execution_request
 
 pytestmark = pytest.mark.django_db
 
