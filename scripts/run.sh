@@ -18,6 +18,12 @@ if [ -n "${TOOLHUB_PORT:-}" ] && [ -z "${TOOLHUB_DEMO_PAYMENTS_URL:-}" ]; then
   export TOOLHUB_DEMO_PAYMENTS_URL="${BASE_URL}/demo/payments"
 fi
 
+# Web workers, Celery and beat are separate processes: the settings' default in-memory
+# cache would give each its own key cache and rate counters, so share one under var/.
+if [ -z "${CACHE_URL:-}" ] && ! grep -qs '^CACHE_URL=' .env; then
+  export CACHE_URL="filecache://${PWD}/var/cache"
+fi
+
 pids=()
 names=()
 stopping=0
