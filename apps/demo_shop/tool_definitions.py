@@ -23,6 +23,12 @@ _ORDER_ID = {
     "description": "The order id as shown to the user: ORD- and six digits, e.g. ORD-000042.",
 }
 _BIND_USER = {"user_id": {"source": "session.subject", "policy": "must_match"}}
+# What the three tools about one order have in common: its id, normalized; a small result.
+_ONE_ORDER: dict[str, Any] = {
+    "context_bindings": _BIND_USER,
+    "normalizers": {"order_id": ["trim", "upper"]},
+    "max_chars": 2000,
+}
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -92,6 +98,7 @@ SEARCH_ORDERS: dict[str, Any] = {
 }
 
 GET_ORDER: dict[str, Any] = {
+    **_ONE_ORDER,
     "summary": "One order of the current user by id.",
     "description": (
         "Shows one of the current user's orders by its id (ORD- and six digits): status, "
@@ -102,15 +109,11 @@ GET_ORDER: dict[str, Any] = {
     "side_effect": "readonly",
     "executor": "python",
     "executor_config": {"callable": "demo_shop.get_order"},
-    "context_bindings": _BIND_USER,
-    "normalizers": {"order_id": ["trim", "upper"]},
-    "rules": [],
-    "empty_meaning": "",
-    "max_chars": 2000,
     "timeout_s": 5.0,
 }
 
 CANCEL_ORDER: dict[str, Any] = {
+    **_ONE_ORDER,
     "summary": "Cancels a pending or paid order of the current user.",
     "description": (
         "Cancels one of the current user's orders that is pending or paid, recording why. "
@@ -129,15 +132,11 @@ CANCEL_ORDER: dict[str, Any] = {
     "side_effect": "write",
     "executor": "python",
     "executor_config": {"callable": "demo_shop.cancel_order", "reconcile": "demo_shop.cancel_order"},
-    "context_bindings": _BIND_USER,
-    "normalizers": {"order_id": ["trim", "upper"]},
-    "rules": [],
-    "empty_meaning": "",
-    "max_chars": 2000,
     "timeout_s": 5.0,
 }
 
 REFUND_PAYMENT: dict[str, Any] = {
+    **_ONE_ORDER,
     "summary": "Refunds money of an order through the payments provider.",
     "description": (
         "Refunds amount_cents of one of the current user's orders to their payment method, "
@@ -162,11 +161,6 @@ REFUND_PAYMENT: dict[str, Any] = {
         "status_path": "/refunds",
         "secret_ref": "DEMO_PAYMENTS_API_KEY",
     },
-    "context_bindings": _BIND_USER,
-    "normalizers": {"order_id": ["trim", "upper"]},
-    "rules": [],
-    "empty_meaning": "",
-    "max_chars": 2000,
     "timeout_s": 3.0,
 }
 
