@@ -5,3 +5,7 @@ class DemoShopConfig(AppConfig):
     name = "apps.demo_shop"
     label = "demo_shop"
     verbose_name = "Demo shop"
+
+    def ready(self) -> None:
+        # Registers the demo tools' python executors and reconcile hooks.
+        from . import tools  # noqa: F401

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+"""The demo external systems, mounted at /demo/."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from .views import RefundsView
+
+urlpatterns = [
+    path("payments/refunds", RefundsView.as_view(), name="demo-payments-refunds"),
+]

@@ -40,6 +40,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves the admin's static files from gunicorn: `make run` has no separate web server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -127,6 +129,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_in": str(_FS_BROKER_DIR),
         "data_folder_out": str(_FS_BROKER_DIR),
         "processed_folder": str(VAR_DIR / "broker-processed"),
+        # kombu's default is ./control, which would litter the checkout.
+        "control_folder": str(VAR_DIR / "broker-control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = False
@@ -147,6 +151,8 @@ TOOLHUB_SECRETS = {
 TOOLHUB_DEMO_PAYMENTS_URL = env.str(
     "TOOLHUB_DEMO_PAYMENTS_URL", default="http://127.0.0.1:8000/demo/payments"
 )
+# `seed_demo` derives the admin password from SECRET_KEY unless this is set.
+TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
 TOOLHUB_SESSION_MAX_TTL_S = env.int("TOOLHUB_SESSION_MAX_TTL_S", default=86_400)
 # Calls per agent and tool per minute where no tenant policy sets a rate limit.
 TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE", default=600)

@@ -15,3 +15,6 @@ SECRET_KEY = "test-secret-key-" + "t" * 40
 TOOLHUB_INVOCATION_LOG_SYNC = True
 TOOLHUB_RECONCILE_BACKOFF_S = [0.0, 0.0, 0.0]
 TOOLHUB_SWEEP_GRACE_S = 0.5
+# Tests do not run collectstatic: let WhiteNoise look files up per request instead of
+# warning that STATIC_ROOT is missing.
+WHITENOISE_AUTOREFRESH = True

@@ -1,0 +1,310 @@
+"""Writes of the demo shop: cancelling orders, recording refunds, the test knobs, the seed."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import random
+import secrets
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.audit.services import audit_record
+from apps.catalog.models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from apps.common.errors import BusinessRuleError
+from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
+from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
+from apps.tenancy.services import agent_get_or_create, agent_key_cache_key
+
+from .models import DemoOrder, DemoRefund, OrderStatus
+from .selectors import (
+    STATUS_ENDPOINT_DOWN_CACHE_KEY,
+    order_get_for_user,
+    refund_get_by_key,
+)
+from .tool_definitions import DEMO_TOOLS, SUPPORT_PHASES, SUPPORT_TOOLSET
+
+# --- orders ----------------------------------------------------------------------------
+
+CANCELLABLE_STATUSES = (OrderStatus.PENDING, OrderStatus.PAID)
+
+
+def order_cancel(*, user_id: str, order_id: str, reason: str) -> DemoOrder:
+    """Cancel the user's pending or paid order, recording `reason`. Writes the order.
+
+    A conditional UPDATE (only while still pending or paid) makes concurrent cancels of
+    one order change it exactly once. Raises NotFoundError when the order is missing or
+    another user's, BusinessRuleError when it is already cancelled.
+    """
+    changed = DemoOrder.objects.filter(
+        order_id=order_id, user_id=user_id, status__in=CANCELLABLE_STATUSES
+    ).update(status=OrderStatus.CANCELLED, cancel_reason=reason)
+    order = order_get_for_user(user_id=user_id, order_id=order_id)
+    if not changed:
+        raise BusinessRuleError(
+            f"Order {order_id} is already cancelled; nothing was changed.",
+            hint="Do not call cancel_order for it again: tell the user it is already cancelled. "
+            "get_order shows its current state.",
+        )
+    return order
+
+
+# --- payments upstream -----------------------------------------------------------------
+
+
+class RefundRefused(Exception):
+    """A documented refusal of the payments provider; nothing was recorded.
+
+    The provider plays a third party with its own error format, so this is not a
+    ToolHubError: the http executor maps its status code to an error kind.
+    """
+
+    def __init__(self, *, code: str, message: str, http_status: int) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.http_status = http_status
+
+
+@dataclass(frozen=True)
+class RefundOutcome:
+    refund: DemoRefund
+    replayed: bool  # True: the key was seen before and this is the first request's refund
+
+
+def _replay(refund: DemoRefund, *, order_id: str, amount_cents: int) -> RefundOutcome:
+    if (refund.order_id, refund.amount_cents) != (order_id, amount_cents):
+        raise RefundRefused(
+            code="idempotency_key_reused",
+            message=f"This Idempotency-Key was already used for a refund of {refund.amount_cents} "
+            f"cents on order {refund.order_id}, not {amount_cents} cents on {order_id}. "
+            "Use a new key for a different refund.",
+            http_status=409,
+        )
+    return RefundOutcome(refund=refund, replayed=True)
+
+
+def _check_refundable(*, order_id: str, amount_cents: int, user_id: str | None) -> None:
+    if amount_cents < 1:
+        raise RefundRefused(
+            code="invalid_amount",
+            message=f"amount_cents must be at least 1, got {amount_cents}.", http_status=422,
+        )
+    orders = DemoOrder.objects.filter(order_id=order_id)
+    if user_id is not None:
+        orders = orders.filter(user_id=user_id)
+    order = orders.first()
+    if order is None:
+        raise RefundRefused(
+            code="order_not_found", message=f"No order {order_id} exists for this customer.",
+            http_status=404,
+        )
+    if amount_cents > order.amount_cents:
+        raise RefundRefused(
+            code="amount_exceeds_order",
+            message=f"amount_cents {amount_cents} is more than the order's amount "
+            f"({order.amount_cents} cents).",
+            http_status=422,
+        )
+
+
+def refund_create(
+    *, idempotency_key: str, order_id: str, amount_cents: int, user_id: str | None = None
+) -> RefundOutcome:
+    """Record a refund once per idempotency key. Writes a DemoRefund.
+
+    A replay of a key answers the first refund; the unique constraint on the key, not the
+    lookup before it, is what keeps concurrent duplicates to one row. When `user_id` is
+    given (ToolHub sends the session's), the order must be that user's. Raises
+    RefundRefused: order_not_found, invalid_amount, amount_exceeds_order, or
+    idempotency_key_reused when the key came with another order or amount.
+    """
+    existing = refund_get_by_key(idempotency_key=idempotency_key)
+    if existing is not None:
+        return _replay(existing, order_id=order_id, amount_cents=amount_cents)
+    _check_refundable(order_id=order_id, amount_cents=amount_cents, user_id=user_id)
+    try:
+        with transaction.atomic():
+            refund = DemoRefund.objects.create(
+                refund_id=f"re_{secrets.token_hex(12)}", idempotency_key=idempotency_key,
+                order_id=order_id, amount_cents=amount_cents,
+            )
+    except IntegrityError:
+        winner = refund_get_by_key(idempotency_key=idempotency_key)
+        if winner is None:
+            raise
+        return _replay(winner, order_id=order_id, amount_cents=amount_cents)
+    return RefundOutcome(refund=refund, replayed=False)
+
+
+def set_status_endpoint_down(down: bool) -> None:
+    """Test knob: while down, GET /demo/payments/refunds answers 503 (shared through the cache)."""
+    if down:
+        cache.set(STATUS_ENDPOINT_DOWN_CACHE_KEY, True, timeout=None)
+    else:
+        cache.delete(STATUS_ENDPOINT_DOWN_CACHE_KEY)
+
+
+# --- seed ------------------------------------------------------------------------------
+
+DEMO_TENANT = "demo"
+DEMO_AGENT = "support-bot"
+ADMIN_USERNAME = "admin"
+DEMO_USERS = ("u-1001", "u-2002", "u-3003")
+ORDER_COUNT = 300
+ORDER_RANDOM_SEED = 20260101
+ORDERS_FROM = date(2026, 1, 1)
+ORDERS_TO = date(2026, 6, 30)
+_STATUS_WEIGHTS = {OrderStatus.PAID: 6, OrderStatus.PENDING: 2, OrderStatus.CANCELLED: 2}
+SEED_ACTOR = "seed_demo"
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    admin_username: str
+    admin_password: str
+    agent_key: str
+    agent_key_active: bool  # False when an operator revoked the demo key since
+    orders: int
+    tools: tuple[str, ...]
+
+
+def _derived(purpose: str) -> bytes:
+    """A secret derived from SECRET_KEY: the same on every run, unguessable without it."""
+    message = f"toolhub.demo_shop.{purpose}".encode()
+    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).digest()
+
+
+def demo_admin_password() -> str:
+    """TOOLHUB_ADMIN_PASSWORD if set, otherwise derived from SECRET_KEY."""
+    return settings.TOOLHUB_ADMIN_PASSWORD or base64.urlsafe_b64encode(
+        _derived("admin-password")
+    ).decode()[:20]
+
+
+def demo_agent_key() -> str:
+    """The support-bot's key, derived from SECRET_KEY and shaped like every agent key."""
+    lookup = _derived("agent-key-prefix").hex()[:10]
+    secret = base64.urlsafe_b64encode(_derived("agent-key-secret")).rstrip(b"=").decode()
+    return f"{KEY_PREFIX}{lookup}_{secret}"
+
+
+def demo_orders() -> list[DemoOrder]:
+    """The demo order book (unsaved), the same on every call: ids follow the dates."""
+    rng = random.Random(ORDER_RANDOM_SEED)
+    span = (ORDERS_TO - ORDERS_FROM).days
+    dates = sorted(ORDERS_FROM + timedelta(days=rng.randint(0, span)) for _ in range(ORDER_COUNT))
+    statuses, weights = list(_STATUS_WEIGHTS), list(_STATUS_WEIGHTS.values())
+    orders = []
+    for number, placed_on in enumerate(dates, start=1):
+        status = rng.choices(statuses, weights)[0]
+        orders.append(DemoOrder(
+            order_id=f"ORD-{number:06d}", user_id=rng.choice(DEMO_USERS), status=status,
+            amount_cents=rng.randint(500, 50_000), placed_on=placed_on,
+            cancel_reason="customer_request" if status == OrderStatus.CANCELLED else "",
+        ))
+    return orders
+
+
+def _seed_admin(password: str) -> None:
+    user, _ = get_user_model().objects.get_or_create(
+        username=ADMIN_USERNAME, defaults={"email": "admin@example.com"}
+    )
+    # Only touch the row when the printed credentials would not work as they are.
+    if not (user.is_active and user.is_staff and user.is_superuser and user.check_password(password)):
+        user.is_active = user.is_staff = user.is_superuser = True
+        user.set_password(password)
+        user.save()
+
+
+def _seed_agent_key(agent: Agent, key: str) -> AgentKey:
+    prefix = split_key(key)
+    existing = AgentKey.objects.filter(prefix=prefix).first()
+    if existing is not None:
+        return existing
+    created = AgentKey.objects.create(
+        tenant_id=agent.tenant_id, agent=agent, label="demo key (seed_demo)", prefix=prefix,
+        digest=digest_of(key),
+    )
+    audit_record(
+        tenant_id=agent.tenant_id, actor=SEED_ACTOR, action="agent_key.issue", target=created,
+        data={"agent": agent.name, "prefix": prefix},
+    )
+    # A lookup of this prefix before the seed may have cached "no such key".
+    transaction.on_commit(lambda: cache.delete(agent_key_cache_key(prefix)))
+    return created
+
+
+def _seed_orders() -> None:
+    orders = demo_orders()
+    present = set(
+        DemoOrder.objects.filter(order_id__in=[o.order_id for o in orders])
+        .values_list("order_id", flat=True)
+    )
+    # Orders already there keep their state: the demo may have cancelled some.
+    DemoOrder.objects.bulk_create([o for o in orders if o.order_id not in present])
+
+
+def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
+    definition = dict(DEMO_TOOLS[name])
+    summary = definition.pop("summary")
+    tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": tenant, "summary": summary})
+    if tool.versions.exists():
+        return tool  # published versions never change; later versions are the curators'
+    version = ToolVersion.objects.create(
+        tool=tool, number=1, changelog="First version, published by seed_demo.", **definition
+    )
+    version.status = VersionStatus.PUBLISHED
+    version.published_at = timezone.now()
+    version.save()
+    audit_record(
+        tenant_id=tenant.pk, actor=SEED_ACTOR, action="tool_version.publish", target=version,
+        data={"tool": name, "number": 1},
+    )
+    return tool
+
+
+def _seed_toolset(tools: dict[str, Tool]) -> None:
+    toolset, _ = Toolset.objects.get_or_create(
+        name=SUPPORT_TOOLSET,
+        defaults={"description": "Customer support: look orders up, then cancel or refund."},
+    )
+    toolset.tools.add(*tools.values())
+    for phase_name, tool_names in SUPPORT_PHASES.items():
+        phase, _ = ToolsetPhase.objects.get_or_create(toolset=toolset, name=phase_name)
+        phase.tools.add(*(tools[name] for name in tool_names))
+
+
+def demo_seed() -> SeedResult:
+    """Create what the demo needs, once; a rerun changes nothing.
+
+    Writes (each only when missing): tenant `demo`, agent `support-bot` and its derived
+    key, superuser `admin` (password reset only if the printed one would not log in),
+    the demo order book, the four demo tools with a published v1, their grants to
+    support-bot, and the `support` toolset with phases `lookup` and `resolve`. Audit
+    events for the key and each version it publishes.
+    """
+    password = demo_admin_password()
+    key = demo_agent_key()
+    with transaction.atomic():
+        tenant, _ = Tenant.objects.get_or_create(slug=DEMO_TENANT, defaults={"name": "Demo shop"})
+        agent = agent_get_or_create(tenant=tenant, name=DEMO_AGENT)
+        stored_key = _seed_agent_key(agent, key)
+        _seed_admin(password)
+        _seed_orders()
+        tools = {name: _seed_tool(tenant=tenant, name=name) for name in DEMO_TOOLS}
+        for tool in tools.values():
+            Grant.objects.get_or_create(tenant=tenant, agent=agent, tool=tool)
+        _seed_toolset(tools)
+    return SeedResult(
+        admin_username=ADMIN_USERNAME, admin_password=password, agent_key=key,
+        agent_key_active=stored_key.is_active, orders=DemoOrder.objects.count(),
+        tools=tuple(tools),
+    )

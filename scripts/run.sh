@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# `make run`: the whole demo on one machine that has only Python. Migrates, seeds the demo,
+# then runs the web server (admin, agent API, demo payments upstream), a Celery worker and
+# Celery beat side by side until Ctrl-C, which stops all three.
+#
+# Defaults need no service: SQLite and a filesystem broker under var/. DATABASE_URL and
+# CELERY_BROKER_URL (environment or .env) switch to PostgreSQL / Redis; TOOLHUB_PORT
+# moves the server off 8000.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=.venv/bin/python
+BIN=.venv/bin
+PORT=${TOOLHUB_PORT:-8000}
+BASE_URL="http://127.0.0.1:${PORT}"
+if [ -n "${TOOLHUB_PORT:-}" ] && [ -z "${TOOLHUB_DEMO_PAYMENTS_URL:-}" ]; then
+  # The http executor reaches the payments upstream on this same server.
+  export TOOLHUB_DEMO_PAYMENTS_URL="${BASE_URL}/demo/payments"
+fi
+
+# Web workers, Celery and beat are separate processes: the settings' default in-memory
+# cache would give each its own key cache and rate counters, so share one under var/.
+if [ -z "${CACHE_URL:-}" ] && ! grep -qs '^CACHE_URL=' .env; then
+  export CACHE_URL="filecache://${PWD}/var/cache"
+fi
+
+pids=()
+names=()
+stopping=0
+
+# Each process runs in a session of its own, so stopping its process group also stops
+# its children (gunicorn and Celery workers) and a Ctrl-C reaches only this script.
+start() {
+  local name=$1
+  shift
+  "$PY" -c 'import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])' "$@" &
+  pids+=("$!")
+  names+=("$name")
+}
+
+any_alive() {
+  local pid
+  for pid in "${pids[@]}"; do
+    if kill -0 -- "-$pid" 2>/dev/null; then return 0; fi
+  done
+  return 1
+}
+
+# Half a system is worse than none: when one process dies, stop the others.
+stop_if_one_died() {
+  local i
+  for i in "${!pids[@]}"; do
+    if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+      echo "The ${names[$i]} process exited; stopping the others." >&2
+      stop 1
+    fi
+  done
+}
+
+stop() {
+  local code=$1 pid
+  if [ "$stopping" = 1 ]; then return; fi
+  stopping=1
+  trap - INT TERM HUP
+  if [ ${#pids[@]} -gt 0 ]; then
+    echo "Stopping the web server, the Celery worker and Celery beat…"
+    # TERM to each main process lets gunicorn and Celery shut their children down in
+    # order; whatever of a group is still there after 15 s is killed.
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for _ in $(seq 1 30); do any_alive || break; sleep 0.5; done
+    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    echo "Stopped."
+  fi
+  exit "$code"
+}
+trap 'stop 130' INT
+trap 'stop 143' TERM
+trap 'stop 129' HUP
+trap 'stop $?' EXIT
+
+mkdir -p var/broker var/broker-processed var/broker-control
+echo "Preparing the database…"
+"$PY" manage.py migrate --noinput -v 0
+"$PY" manage.py collectstatic --noinput -v 0
+seeded=$("$PY" manage.py seed_demo)
+printed() { printf '%s\n' "$seeded" | sed -n "s/^$1=//p"; }
+admin_user=$(printed ADMIN_USER)
+admin_password=$(printed ADMIN_PASSWORD)
+agent_key=$(printed AGENT_KEY)
+
+start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
+  --worker-class gthread --workers 2 --threads 4 --timeout 60 --graceful-timeout 5 \
+  --no-control-socket
+start worker "$BIN/celery" -A toolhub worker --loglevel INFO --concurrency 2 --hostname "toolhub@%h"
+start beat "$BIN/celery" -A toolhub beat --loglevel INFO
+
+ready=0
+for _ in $(seq 1 60); do
+  if "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
+    "${BASE_URL}/healthz" 2>/dev/null; then ready=1; break; fi
+  stop_if_one_died
+  sleep 0.5
+done
+if [ "$ready" != 1 ]; then
+  echo "The web server did not answer ${BASE_URL}/healthz within 30 s; is port ${PORT} free?" >&2
+  stop 1
+fi
+
+cat <<BANNER
+
+================================================================================
+ ToolHub is running (demo tenant "demo", agent "support-bot")
+
+   Admin         ${BASE_URL}/admin/
+                 user ${admin_user}   password ${admin_password}
+   Agent API     ${BASE_URL}/api/v1/        API docs ${BASE_URL}/api/docs/
+                 Authorization: Bearer ${agent_key}
+   Health        ${BASE_URL}/healthz   ${BASE_URL}/readyz
+   Demo upstream ${BASE_URL}/demo/payments/refunds
+
+ Demo credentials derive from SECRET_KEY: set SECRET_KEY (and TOOLHUB_ADMIN_PASSWORD)
+ in .env before exposing this anywhere. Ctrl-C stops everything.
+================================================================================
+
+BANNER
+
+while true; do
+  stop_if_one_died
+  sleep 1
+done
