@@ -93,6 +93,8 @@ class Grant(TenantOwnedModel):
             models.UniqueConstraint(
                 fields=["tenant", "tool"], condition=models.Q(agent__isnull=True),
                 name="grant_unique_per_tenant",
+                violation_error_message="This tenant already has a grant of this tool for all its "
+                "agents; edit that grant instead.",
             ),
         ]
 
@@ -158,6 +160,8 @@ class TenantPolicy(TenantOwnedModel):
             models.UniqueConstraint(
                 fields=["tenant"], condition=models.Q(tool__isnull=True),
                 name="policy_unique_per_tenant",
+                violation_error_message="This tenant already has a policy for all its tools; "
+                "edit that policy instead.",
             ),
         ]
 
