@@ -87,6 +87,22 @@ def version_create_draft_from(*, version: ToolVersion, actor: str) -> ToolVersio
     )
 
 
+def version_delete_draft(*, version: ToolVersion, actor: str) -> None:
+    """Discard a draft; versions that left draft are kept forever (ValidationError)."""
+    with transaction.atomic():
+        audit_record(
+            tenant_id=version.tool.tenant_id, actor=actor, action="tool_version.delete_draft",
+            target=version, data=_version_data(version),
+        )
+        deleted, _ = ToolVersion.objects.filter(pk=version.pk, status=VersionStatus.DRAFT).delete()
+        if not deleted:
+            raise ValidationError(
+                f"Version {version.number} of {version.tool.name} is not a draft; only drafts can be "
+                "deleted. Retire it instead.",
+                code="status",
+            )
+
+
 # target status → (the statuses it may be reached from, its audit verb, what to tell a curator)
 _TRANSITIONS: dict[str, tuple[frozenset[str], str, str]] = {
     VersionStatus.PUBLISHED: (

@@ -14,7 +14,7 @@ from apps.tenancy.models import Grant, TenantPolicy
 from apps.tenancy.services import tenant_policy_delete, tenant_policy_save
 from tests.factories import AgentFactory, TenantFactory, ToolFactory, ToolVersionFactory
 
-from .conftest import published
+from .factories import published
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from apps.catalog.definitions import check_parameters_schema
 from apps.catalog.models import ToolVersion, VersionStatus
 from tests.factories import ToolVersionFactory
 
-from .conftest import published
+from .factories import published
 
 pytestmark = pytest.mark.django_db
 

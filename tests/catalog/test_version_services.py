@@ -20,7 +20,7 @@ from apps.catalog.services import (
 )
 from tests.factories import SIMPLE_SCHEMA, ToolVersionFactory
 
-from .conftest import published
+from .factories import published
 
 pytestmark = pytest.mark.django_db
 
