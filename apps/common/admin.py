@@ -57,9 +57,9 @@ def admin_scope(request: HttpRequest) -> AdminScope:
 
 
 def restrict_to_scope(
-    queryset: QuerySet, scope: AdminScope, *, path: str, include_shared: bool = False
+    queryset: QuerySet, scope: AdminScope, *, tenant_path: str, include_shared: bool = False
 ) -> QuerySet:
-    """Rows of `queryset` the scope may see; `path` leads from the row to its tenant id.
+    """Rows of `queryset` the scope may see; `tenant_path` leads from a row to its tenant id.
 
     With `include_shared`, rows whose tenant is empty (the shared catalog) are visible too.
     """
@@ -67,9 +67,9 @@ def restrict_to_scope(
         return queryset
     if scope.tenant_id is None:
         return queryset.none()
-    visible = Q(**{path: scope.tenant_id})
+    visible = Q(**{tenant_path: scope.tenant_id})
     if include_shared:
-        visible |= Q(**{f"{path}__isnull": True})
+        visible |= Q(**{f"{tenant_path}__isnull": True})
     return queryset.filter(visible)
 
 
@@ -204,7 +204,7 @@ class TenantScopedAdmin(ToolHubAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return restrict_to_scope(
             super().get_queryset(request), admin_scope(request),
-            path=self.tenant_path, include_shared=self.include_shared,
+            tenant_path=self.tenant_path, include_shared=self.include_shared,
         )
 
     def get_field_queryset(self, db: str | None, db_field: models.Field, request: HttpRequest) -> QuerySet:
@@ -219,8 +219,10 @@ class TenantScopedAdmin(ToolHubAdmin):
             except FieldDoesNotExist:  # not tenant-owned: nothing to restrict
                 return queryset
             related = ("tenant", tenant_field.null)
-        path, shared = related
-        return restrict_to_scope(queryset, admin_scope(request), path=path, include_shared=shared)
+        related_path, shared = related
+        return restrict_to_scope(
+            queryset, admin_scope(request), tenant_path=related_path, include_shared=shared
+        )
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)
