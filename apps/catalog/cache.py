@@ -1,10 +1,13 @@
-"""One counter that says "the catalog changed": versions published, grants or policies edited.
+"""One counter that says "the catalog changed": a version published, deprecated or retired,
+a grant, policy, tool or toolset edited.
 
-Caches of resolved tools and compiled validators are keyed on it, so a change anywhere is
-seen by every process on its next request without tracking who cached what.
+Caches of resolved tools and compiled validators are keyed on it, so every process sees a
+change on its next request without tracking who cached what.
 """
 
 from __future__ import annotations
+
+import time
 
 from django.core.cache import cache
 from django.db import transaction
@@ -13,20 +16,24 @@ _KEY = "toolhub:catalog-generation"
 
 
 def catalog_generation() -> int:
+    """The current generation; changes (grows) whenever the catalog changes."""
     generation = cache.get(_KEY)
     if generation is None:
-        cache.add(_KEY, 1, timeout=None)
-        generation = cache.get(_KEY, 1)
+        # A counter lost to eviction or a flush restarts at the clock in milliseconds, above
+        # any value it had before, so a process never mistakes old memos for current ones.
+        cache.add(_KEY, time.time_ns() // 1_000_000, timeout=None)
+        generation = cache.get(_KEY)
     return int(generation)
 
 
 def _bump() -> None:
     try:
         cache.incr(_KEY)
-    except ValueError:
-        cache.set(_KEY, 2, timeout=None)
+    except ValueError:  # the key is missing: start a fresh, larger generation
+        catalog_generation()
 
 
 def catalog_changed() -> None:
-    """Invalidate every catalog-derived cache once the current transaction commits."""
+    """Invalidate every catalog-derived cache once the current transaction commits
+    (at once when there is none), so no process caches a state that is rolled back."""
     transaction.on_commit(_bump)

@@ -2,7 +2,9 @@
 
 The key → agent lookup is on every request's path, so it is cached (keyed by the public
 prefix, holding only the digest) and invalidated on revocation; `last_used_at` is written
-at most once a minute per key rather than on every request.
+at most once a minute per key rather than on every request. Lookups only `add` to the
+cache, so the refusal a revocation writes there cannot be overwritten by a request that
+read the row just before the revocation committed.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def _load_key(prefix: str) -> dict | None:
         .values("pk", "digest", "agent_id", "agent__name", "tenant_id", "tenant__slug")
         .first()
     )
-    cache.set(agent_key_cache_key(prefix), row or {}, _CACHE_TTL_S)
+    cache.add(agent_key_cache_key(prefix), row or {}, _CACHE_TTL_S)
     return row
 
 

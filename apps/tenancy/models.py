@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
+from apps.catalog.definitions import RULE_TYPES
 from apps.common.models import TenantOwnedModel, TenantOwnedQuerySet, TimeStampedModel
 
 slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]*$", "Use lowercase letters, digits and '-'.")
@@ -91,12 +93,37 @@ class Grant(TenantOwnedModel):
             models.UniqueConstraint(
                 fields=["tenant", "tool"], condition=models.Q(agent__isnull=True),
                 name="grant_unique_per_tenant",
+                violation_error_message="This tenant already has a grant of this tool for all its "
+                "agents; edit that grant instead.",
             ),
         ]
 
     def __str__(self) -> str:
         who = self.agent.name if self.agent_id else "all agents"
         return f"{self.tenant.slug}: {who} → {self.tool.name}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.tenant_id and self.agent_id and self.agent.tenant_id != self.tenant_id:
+            errors["agent"] = f"Agent {self.agent} belongs to another tenant; pick one of this tenant's."
+        if self.tenant_id and self.tool_id and self.tool.tenant_id not in (None, self.tenant_id):
+            errors["tool"] = (
+                f"Tool {self.tool.name} belongs to another tenant; only shared tools and this "
+                "tenant's own can be granted."
+            )
+        if self.pinned_version_id and self.tool_id:
+            pinned = self.pinned_version
+            if pinned.tool_id != self.tool_id:
+                errors["pinned_version"] = (
+                    f"{pinned} is a version of {pinned.tool.name}, not of {self.tool.name}."
+                )
+            elif pinned.status not in ("published", "deprecated"):
+                errors["pinned_version"] = (
+                    f"Version {pinned.number} is {pinned.status}; pin a published (or deprecated) "
+                    "version, or leave empty for the latest published one."
+                )
+        if errors:
+            raise ValidationError(errors)
 
 
 class TenantPolicy(TenantOwnedModel):
@@ -133,11 +160,35 @@ class TenantPolicy(TenantOwnedModel):
             models.UniqueConstraint(
                 fields=["tenant"], condition=models.Q(tool__isnull=True),
                 name="policy_unique_per_tenant",
+                violation_error_message="This tenant already has a policy for all its tools; "
+                "edit that policy instead.",
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.tenant.slug}: {self.tool.name if self.tool_id else 'all tools'}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.tenant_id and self.tool_id and self.tool.tenant_id not in (None, self.tenant_id):
+            errors["tool"] = f"Tool {self.tool.name} belongs to another tenant."
+        overrides = self.rule_overrides
+        if not isinstance(overrides, dict):
+            errors["rule_overrides"] = 'Use a JSON object: {"<rule type>": {<parameters>}}.'
+        else:
+            unknown = sorted(name for name in overrides if name not in RULE_TYPES)
+            not_objects = sorted(name for name, value in overrides.items() if not isinstance(value, dict))
+            if unknown:
+                errors["rule_overrides"] = (
+                    f"Unknown rule types: {', '.join(unknown)}. Known: {', '.join(RULE_TYPES)}."
+                )
+            elif not_objects:
+                errors["rule_overrides"] = (
+                    f"The parameters of {', '.join(not_objects)} must be a JSON object, "
+                    'e.g. {"max_span": {"max_days": 31}}.'
+                )
+        if errors:
+            raise ValidationError(errors)
 
 
 class StaffScope(models.Model):

@@ -1,19 +1,26 @@
-"""Writes of the tenancy app: agent keys and session tokens."""
+"""Writes of the tenancy app: tenants, agents, agent keys, tenant policies and session tokens."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record
+from apps.catalog.cache import catalog_changed
 
 from .keys import generate_key
-from .models import Agent, AgentKey, Tenant
+from .models import Agent, AgentKey, Tenant, TenantPolicy
 from .sessions import SessionClaims, sign_session
+
+# How long "this prefix is not usable" is remembered; matches the positive cache lifetime
+# of the authentication so a stale entry can never outlive the refusal.
+_REFUSED_KEY_TTL_S = 300
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,22 @@ def agent_key_cache_key(prefix: str) -> str:
     return f"toolhub:agent-key:{prefix}"
 
 
+def _forget_keys(prefixes: Iterable[str], *, refused: bool) -> None:
+    """Drop cached key lookups once the transaction commits.
+
+    A refusal is written as a negative entry rather than deleted: the authentication only
+    `add`s to the cache, so a request that read the row just before the commit cannot put
+    the old, usable entry back.
+    """
+    names = [agent_key_cache_key(p) for p in prefixes]
+    if not names:
+        return
+    if refused:
+        transaction.on_commit(lambda: cache.set_many(dict.fromkeys(names, {}), _REFUSED_KEY_TTL_S))
+    else:
+        transaction.on_commit(lambda: cache.delete_many(names))
+
+
 def agent_key_issue(*, agent: Agent, label: str = "", actor: str = "system") -> IssuedKey:
     """Create a key for an agent. Writes the key and an audit event; returns the secret once."""
     full, prefix, digest = generate_key()
@@ -35,13 +58,17 @@ def agent_key_issue(*, agent: Agent, label: str = "", actor: str = "system") -> 
         )
         audit_record(
             tenant_id=agent.tenant_id, actor=actor, action="agent_key.issue", target=key,
-            data={"agent": agent.name, "prefix": prefix},
+            data={"agent": agent.name, "prefix": prefix, "label": label},
         )
     return IssuedKey(key=key, secret=full)
 
 
 def agent_key_revoke(*, key: AgentKey, actor: str, note: str = "") -> AgentKey:
-    """Revoke a key now; requests with it are refused from the next one on."""
+    """Revoke a key now; requests with it are refused from the next one on.
+
+    Writes `revoked_at` (only if the key was active) and an audit event; a key that was
+    already revoked is returned unchanged.
+    """
     with transaction.atomic():
         updated = AgentKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
@@ -49,24 +76,106 @@ def agent_key_revoke(*, key: AgentKey, actor: str, note: str = "") -> AgentKey:
         if updated:
             audit_record(
                 tenant_id=key.tenant_id, actor=actor, action="agent_key.revoke", target=key,
-                note=note,
+                note=note, data={"prefix": key.prefix},
             )
-        transaction.on_commit(lambda: cache.delete(agent_key_cache_key(key.prefix)))
+        _forget_keys([key.prefix], refused=True)
     key.refresh_from_db()
     return key
 
 
-def agent_get_or_create(*, tenant: Tenant, name: str) -> Agent:
-    agent, _ = Agent.objects.get_or_create(tenant=tenant, name=name)
+def agent_get_or_create(*, tenant: Tenant, name: str, actor: str = "system") -> Agent:
+    """The agent of this name in the tenant, created (and audited) when missing."""
+    with transaction.atomic():
+        agent, created = Agent.objects.get_or_create(tenant=tenant, name=name)
+        if created:
+            audit_record(tenant_id=tenant.pk, actor=actor, action="agent.create", target=agent)
     return agent
+
+
+def agent_save(*, agent: Agent, actor: str) -> Agent:
+    """Create or update an agent. Writes it and an audit event; a deactivated agent's keys
+    stop working on the next request, a reactivated agent's keys work again."""
+    creating = agent.pk is None
+    agent.full_clean()
+    with transaction.atomic():
+        agent.save()
+        audit_record(
+            tenant_id=agent.tenant_id, actor=actor,
+            action="agent.create" if creating else "agent.update", target=agent,
+            data={"name": agent.name, "active": agent.active},
+        )
+        if not creating:
+            prefixes = AgentKey.objects.filter(agent=agent).values_list("prefix", flat=True)
+            _forget_keys(list(prefixes), refused=not agent.active)
+    return agent
+
+
+def tenant_save(*, tenant: Tenant, actor: str) -> Tenant:
+    """Create or update a tenant. Writes it and an audit event; deactivating a tenant
+    refuses all its agents' keys from the next request on."""
+    creating = tenant.pk is None
+    tenant.full_clean()
+    with transaction.atomic():
+        tenant.save()
+        audit_record(
+            tenant_id=tenant.pk, actor=actor,
+            action="tenant.create" if creating else "tenant.update", target=tenant,
+            data={"slug": tenant.slug, "active": tenant.active},
+        )
+        if not creating:
+            prefixes = AgentKey.objects.filter(tenant=tenant).values_list("prefix", flat=True)
+            _forget_keys(list(prefixes), refused=not tenant.active)
+    return tenant
+
+
+def _policy_data(policy: TenantPolicy) -> dict[str, Any]:
+    return {
+        "tool": policy.tool.name if policy.tool_id else None,
+        "rate_limit_per_minute": policy.rate_limit_per_minute,
+        "task_call_budget": policy.task_call_budget,
+        "daily_quota_per_subject": policy.daily_quota_per_subject,
+        "requires_approval": policy.requires_approval,
+        "rule_overrides": policy.rule_overrides,
+    }
+
+
+def tenant_policy_save(*, policy: TenantPolicy, actor: str) -> TenantPolicy:
+    """Create or update a tenant policy. Validates it (ValidationError), writes it and an
+    audit event, and invalidates the catalog caches once committed."""
+    creating = policy.pk is None
+    policy.full_clean()
+    with transaction.atomic():
+        policy.save()
+        audit_record(
+            tenant_id=policy.tenant_id, actor=actor,
+            action="tenant_policy.create" if creating else "tenant_policy.update",
+            target=policy, data=_policy_data(policy),
+        )
+        catalog_changed()
+    return policy
+
+
+def tenant_policy_delete(*, policy: TenantPolicy, actor: str) -> None:
+    """Delete a tenant policy, with an audit event; the catalog caches are invalidated."""
+    with transaction.atomic():
+        audit_record(
+            tenant_id=policy.tenant_id, actor=actor, action="tenant_policy.delete",
+            target=policy, data=_policy_data(policy),
+        )
+        policy.delete()
+        catalog_changed()
 
 
 def session_mint(
     *, tenant_id: int, agent_id: int, subject: str, attributes: dict, ttl_s: int,
     now: datetime | None = None,
 ) -> tuple[str, datetime]:
-    """A signed token binding an end user (subject) to this tenant and agent until it expires."""
-    expires_at = (now or timezone.now()) + timedelta(seconds=ttl_s)
+    """A signed token binding an end user (subject) to this tenant and agent until it expires.
+
+    Reads and writes nothing: the token carries its claims. `expires_at` is whole seconds,
+    the precision the token stores, so the answer never promises more than the token keeps.
+    """
+    expires_at = (now or timezone.now()).replace(microsecond=0) + timedelta(seconds=ttl_s)
     claims = SessionClaims(
         tenant_id=tenant_id, agent_id=agent_id, subject=subject,
         attributes=dict(attributes), expires_at=expires_at,

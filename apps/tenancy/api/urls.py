@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from .views import SessionCreateApi
+
+urlpatterns = [
+    path("sessions", SessionCreateApi.as_view(), name="session-create"),
+]

@@ -1,0 +1,313 @@
+"""Admin of the catalog: tools, their versions through draft → published → deprecated →
+retired, and toolsets with phases. Published versions are read-only; every change goes
+through apps/catalog/services.py so it is audited and seen by the gateway at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Max, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from apps.common.admin import (
+    ObjectButton,
+    ObjectButtonsMixin,
+    TenantScopedAdmin,
+    ToolHubAdmin,
+    UnscopedOnlyAdminMixin,
+    admin_actor,
+    admin_scope,
+    json_display,
+    redirect_to_change,
+    validation_message,
+)
+
+from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from .services import (
+    tool_delete,
+    tool_save,
+    toolset_changed,
+    version_create_draft_from,
+    version_delete_draft,
+    version_deprecate,
+    version_publish,
+    version_retire,
+    version_save_draft,
+)
+
+JSON_FIELDS = ("parameters", "executor_config", "normalizers", "context_bindings", "rules", "approval")
+VERSION_FIELDSETS = (
+    (None, {"fields": ("tool", "number", "status", "published_at", "changelog")}),
+    ("What the model reads", {"fields": ("description", "parameters", "strict", "empty_meaning")}),
+    ("Execution", {"fields": ("side_effect", "executor", "executor_config", "mode", "timeout_s",
+                              "max_chars", "approval")}),
+    ("Checks before execution", {"fields": ("normalizers", "context_bindings", "rules", "loop_limit")}),
+)
+# Set by the services, never typed in.
+VERSION_MANAGED_FIELDS = ("number", "status", "published_at")
+
+
+class ToolVersionInline(admin.TabularInline):
+    model = ToolVersion
+    fields = ("number", "status", "side_effect", "published_at", "updated_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    verbose_name_plural = "versions (open one to publish it or start a new draft from it)"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("tool")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Tool)
+class ToolAdmin(TenantScopedAdmin):
+    include_shared = True
+    list_display = ("name", "owner", "summary", "latest_published", "version_count", "replaced_by")
+    list_select_related = ("tenant", "replaced_by")
+    list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
+    search_fields = ("name", "summary")
+    ordering = ("name",)
+    fields = ("name", "tenant", "summary", "replaced_by", "created_at", "updated_at")
+    readonly_fields = ("created_at", "updated_at")
+    inlines = (ToolVersionInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(
+            latest_published_number=Max(
+                "versions__number", filter=Q(versions__status=VersionStatus.PUBLISHED)
+            ),
+            version_total=Count("versions"),
+        )
+
+    @admin.display(description="owner", ordering="tenant__slug")
+    def owner(self, obj: Tool) -> str:
+        return obj.tenant.slug if obj.tenant_id else "shared"
+
+    @admin.display(description="latest published", ordering="latest_published_number")
+    def latest_published(self, obj: Tool) -> str:
+        number = obj.latest_published_number
+        return f"v{number}" if number else "none"
+
+    @admin.display(description="versions", ordering="version_total")
+    def version_count(self, obj: Tool) -> int:
+        return obj.version_total
+
+    def save_model(self, request: HttpRequest, obj: Tool, form: Any, change: bool) -> None:
+        tool_save(tool=obj, actor=admin_actor(request))
+
+    def delete_model(self, request: HttpRequest, obj: Tool) -> None:
+        tool_delete(tool=obj, actor=admin_actor(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tool]) -> None:
+        for tool in queryset:
+            tool_delete(tool=tool, actor=admin_actor(request))
+
+
+# button / action name → (service, past tense for messages)
+_VERSION_STEPS: dict[str, tuple[Callable[..., ToolVersion], str]] = {
+    "publish": (version_publish, "published"),
+    "deprecate": (version_deprecate, "deprecated"),
+    "retire": (version_retire, "retired"),
+}
+_NEXT_STEPS: dict[str, tuple[str, ...]] = {
+    VersionStatus.DRAFT: ("publish",),
+    VersionStatus.PUBLISHED: ("deprecate", "retire"),
+    VersionStatus.DEPRECATED: ("retire",),
+    VersionStatus.RETIRED: (),
+}
+
+
+@admin.register(ToolVersion)
+class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
+    tenant_path = "tool__tenant"
+    include_shared = True
+    list_display = ("tool", "number", "status", "side_effect", "executor", "mode", "published_at",
+                    "updated_at")
+    list_display_links = ("tool", "number")
+    list_select_related = ("tool",)
+    list_filter = ("status", "side_effect", "executor", ("tool__tenant", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("tool__name", "description", "changelog")
+    ordering = ("tool__name", "-number")
+    actions = ("publish", "deprecate", "retire", "new_draft_from")
+
+    parameters_json = json_display("parameters")
+    executor_config_json = json_display("executor_config", "executor config")
+    normalizers_json = json_display("normalizers")
+    context_bindings_json = json_display("context_bindings", "context bindings")
+    rules_json = json_display("rules")
+    approval_json = json_display("approval")
+
+    def _editable(self, request: HttpRequest, obj: ToolVersion | None) -> bool:
+        return obj is None or self.has_change_permission(request, obj)
+
+    def _may_act(self, request: HttpRequest, version: ToolVersion) -> bool:
+        """Status changes and new drafts: the model's change permission, not on shared tools
+        for scoped staff (whatever the version's status)."""
+        return not self.is_shared_for(request, version) and super().has_change_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return (obj is None or obj.is_editable) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is not None and obj.is_editable and super().has_delete_permission(request, obj)
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # only drafts may go, one at a time from their page
+        return actions
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[Any, dict[str, Any]]]:
+        if self._editable(request, obj):
+            return list(VERSION_FIELDSETS)
+        # Read-only: show the JSON parts indented instead of on one line.
+        return [
+            (title, {"fields": tuple(f"{f}_json" if f in JSON_FIELDS else f for f in options["fields"])})
+            for title, options in VERSION_FIELDSETS
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if not self._editable(request, obj):
+            return tuple(flatten_fieldsets(self.get_fieldsets(request, obj)))
+        return VERSION_MANAGED_FIELDS + (("tool",) if obj is not None else ())
+
+    def get_field_queryset(self, db: str | None, db_field: Any, request: HttpRequest) -> QuerySet:
+        queryset = super().get_field_queryset(db, db_field, request)
+        scope = admin_scope(request)
+        if db_field.name == "tool" and scope.is_tenant:
+            # Drafts only for the tenant's own tools; shared tools are curated centrally.
+            queryset = queryset.filter(tenant_id=scope.tenant_id)
+        return queryset
+
+    def save_model(self, request: HttpRequest, obj: ToolVersion, form: Any, change: bool) -> None:
+        version_save_draft(version=obj, actor=admin_actor(request))
+
+    def delete_model(self, request: HttpRequest, obj: ToolVersion) -> None:
+        version_delete_draft(version=obj, actor=admin_actor(request))
+
+    def object_buttons(self, request: HttpRequest, obj: ToolVersion) -> list[ObjectButton]:
+        if not self._may_act(request, obj):
+            return []
+        steps = [
+            ObjectButton(step, step.capitalize(), text_field="note", text_placeholder="note (audit log)",
+                         confirm=f"{step.capitalize()} {obj}? This cannot be undone.")
+            for step in _NEXT_STEPS[obj.status]
+        ]
+        return [*steps, ObjectButton("new-draft", "New draft from this version")]
+
+    def run_object_button(self, request: HttpRequest, obj: ToolVersion, name: str) -> HttpResponse:
+        actor = admin_actor(request)
+        try:
+            if name == "new-draft":
+                draft = version_create_draft_from(version=obj, actor=actor)
+                messages.success(request, f"Created draft v{draft.number} from v{obj.number}; edit it below.")
+                return redirect_to_change(self, draft)
+            service, done = _VERSION_STEPS[name]
+            service(version=obj, actor=actor, note=request.POST.get("note", "").strip())
+            messages.success(request, f"{done.capitalize()} {obj.tool.name} v{obj.number}.")
+        except ValidationError as error:
+            messages.error(request, validation_message(error))
+        return redirect_to_change(self, obj)
+
+    def _for_each(
+        self, request: HttpRequest, queryset: QuerySet[ToolVersion], run: Callable[[ToolVersion], ToolVersion]
+    ) -> list[ToolVersion]:
+        """Run one service per selected version; refusals become error messages, not crashes."""
+        results = []
+        for version in queryset.select_related("tool"):
+            if not self._may_act(request, version):
+                messages.error(request, f"Skipped {version}: shared tools are read-only for your tenant.")
+                continue
+            try:
+                results.append(run(version))
+            except ValidationError as error:
+                messages.error(request, validation_message(error))
+        return results
+
+    def _step(self, request: HttpRequest, queryset: QuerySet[ToolVersion], step: str) -> None:
+        service, done = _VERSION_STEPS[step]
+        changed = self._for_each(request, queryset, lambda v: service(version=v, actor=admin_actor(request)))
+        if changed:
+            listed = ", ".join(f"{v.tool.name} v{v.number}" for v in changed)
+            messages.success(request, f"{done.capitalize()}: {listed}.")
+
+    @admin.action(description="Publish the selected drafts", permissions=["change"])
+    def publish(self, request: HttpRequest, queryset: QuerySet[ToolVersion]) -> None:
+        self._step(request, queryset, "publish")
+
+    @admin.action(description="Deprecate the selected published versions", permissions=["change"])
+    def deprecate(self, request: HttpRequest, queryset: QuerySet[ToolVersion]) -> None:
+        self._step(request, queryset, "deprecate")
+
+    @admin.action(description="Retire the selected versions", permissions=["change"])
+    def retire(self, request: HttpRequest, queryset: QuerySet[ToolVersion]) -> None:
+        self._step(request, queryset, "retire")
+
+    @admin.action(description="New draft from each selected version", permissions=["change"])
+    def new_draft_from(self, request: HttpRequest, queryset: QuerySet[ToolVersion]) -> HttpResponse | None:
+        drafts = self._for_each(
+            request, queryset, lambda v: version_create_draft_from(version=v, actor=admin_actor(request))
+        )
+        if len(drafts) == 1:
+            messages.success(request, f"Created draft v{drafts[0].number}; edit it below.")
+            return redirect_to_change(self, drafts[0])
+        if drafts:
+            listed = ", ".join(f"{d.tool.name} v{d.number}" for d in drafts)
+            messages.success(request, f"Created drafts: {listed}.")
+        return None
+
+
+class ToolsetPhaseInline(admin.TabularInline):
+    model = ToolsetPhase
+    fields = ("name", "tools")
+    extra = 0
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("toolset").prefetch_related("tools")
+
+
+@admin.register(Toolset)
+class ToolsetAdmin(UnscopedOnlyAdminMixin, ToolHubAdmin):
+    """Toolsets span tenants' tools, so only unscoped staff see them."""
+
+    list_display = ("name", "description", "tool_count", "phase_count")
+    search_fields = ("name", "description")
+    ordering = ("name",)
+    filter_horizontal = ("tools",)
+    inlines = (ToolsetPhaseInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(
+            tool_total=Count("tools", distinct=True), phase_total=Count("phases", distinct=True)
+        )
+
+    @admin.display(description="tools", ordering="tool_total")
+    def tool_count(self, obj: Toolset) -> int:
+        return obj.tool_total
+
+    @admin.display(description="phases", ordering="phase_total")
+    def phase_count(self, obj: Toolset) -> int:
+        return obj.phase_total
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        action = "update" if change else "create"
+        toolset_changed(toolset=form.instance, actor=admin_actor(request), action=action)
+
+    def delete_model(self, request: HttpRequest, obj: Toolset) -> None:
+        toolset_changed(toolset=obj, actor=admin_actor(request), action="delete")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Toolset]) -> None:
+        for toolset in queryset:
+            self.delete_model(request, toolset)

@@ -1,0 +1,244 @@
+"""Writes of the catalog app: tool versions through their life cycle, tools, toolsets and
+grants. Each writes its audit event in its own transaction and, when agents could see the
+change, bumps the catalog generation once committed (apps/catalog/cache.py)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from apps.audit.services import audit_record
+from apps.tenancy.models import Grant
+
+from .cache import catalog_changed
+from .models import Tool, Toolset, ToolVersion, VersionStatus
+
+# What a curator writes in a draft; number, status and timestamps are the services' job.
+DRAFT_FIELDS = tuple(f for f in ToolVersion.CONTENT_FIELDS if f not in ("tool_id", "number")) + (
+    "changelog",
+)
+
+
+def _version_data(version: ToolVersion) -> dict[str, Any]:
+    return {"tool": version.tool.name, "number": version.number, "status": version.status}
+
+
+def _next_number(tool: Tool) -> int:
+    # The tool row lock serializes drafts of one tool, so two curators never race to a number.
+    Tool.objects.select_for_update().filter(pk=tool.pk).first()
+    latest = ToolVersion.objects.filter(tool=tool).aggregate(m=Max("number"))["m"]
+    return (latest or 0) + 1
+
+
+def version_save_draft(*, version: ToolVersion, actor: str, note: str = "") -> ToolVersion:
+    """Create a draft (numbered max + 1) or save changes to an existing draft.
+
+    Validates every field and the definition (ValidationError, by field); refuses a version
+    that is no longer a draft. Writes the version and an audit event.
+    """
+    creating = version.pk is None
+    with transaction.atomic():
+        if creating:
+            version.number = _next_number(version.tool)
+            version.status = VersionStatus.DRAFT
+        elif not ToolVersion.objects.filter(pk=version.pk, status=VersionStatus.DRAFT).exists():
+            raise ValidationError(
+                f"Version {version.number} of {version.tool.name} is no longer a draft, so it "
+                "cannot be edited. Create a new draft from it instead.",
+                code="immutable",
+            )
+        version.full_clean()
+        version.save()
+        audit_record(
+            tenant_id=version.tool.tenant_id, actor=actor,
+            action="tool_version.create_draft" if creating else "tool_version.edit_draft",
+            target=version, note=note, data=_version_data(version),
+        )
+    return version
+
+
+def version_create_draft(*, tool: Tool, actor: str, **content: Any) -> ToolVersion:
+    """A new draft of `tool` with the given content fields (see DRAFT_FIELDS), numbered
+    max + 1. Raises ValidationError for unknown fields or an unsound definition."""
+    unknown = sorted(set(content) - set(DRAFT_FIELDS))
+    if unknown:
+        raise ValidationError(
+            f"Not fields of a draft: {', '.join(unknown)}. Allowed: {', '.join(DRAFT_FIELDS)}."
+        )
+    return version_save_draft(version=ToolVersion(tool=tool, **content), actor=actor)
+
+
+def version_create_draft_from(*, version: ToolVersion, actor: str) -> ToolVersion:
+    """A new draft (numbered max + 1) with every content field of `version`, whatever its
+    status: the way to change a published contract. Writes the draft and an audit event."""
+    content = {
+        field: copy.deepcopy(getattr(version, field))
+        for field in ToolVersion.CONTENT_FIELDS
+        if field not in ("tool_id", "number")
+    }
+    return version_save_draft(
+        version=ToolVersion(tool=version.tool, **content), actor=actor,
+        note=f"Copied from version {version.number} ({version.status}).",
+    )
+
+
+def version_delete_draft(*, version: ToolVersion, actor: str) -> None:
+    """Discard a draft; versions that left draft are kept forever (ValidationError)."""
+    with transaction.atomic():
+        audit_record(
+            tenant_id=version.tool.tenant_id, actor=actor, action="tool_version.delete_draft",
+            target=version, data=_version_data(version),
+        )
+        deleted, _ = ToolVersion.objects.filter(pk=version.pk, status=VersionStatus.DRAFT).delete()
+        if not deleted:
+            raise ValidationError(
+                f"Version {version.number} of {version.tool.name} is not a draft; only drafts can be "
+                "deleted. Retire it instead.",
+                code="status",
+            )
+
+
+# target status → (the statuses it may be reached from, its audit verb, what to tell a curator)
+_TRANSITIONS: dict[str, tuple[frozenset[str], str, str]] = {
+    VersionStatus.PUBLISHED: (
+        frozenset({VersionStatus.DRAFT}), "publish", "only drafts can be published",
+    ),
+    VersionStatus.DEPRECATED: (
+        frozenset({VersionStatus.PUBLISHED}), "deprecate", "only published versions can be deprecated",
+    ),
+    VersionStatus.RETIRED: (
+        frozenset({VersionStatus.PUBLISHED, VersionStatus.DEPRECATED}), "retire",
+        "only published or deprecated versions can be retired",
+    ),
+}
+
+
+def _version_transition(
+    *, version: ToolVersion, to: VersionStatus, actor: str, note: str = "", **changes: Any
+) -> ToolVersion:
+    """Move a version to `to` with a conditional UPDATE on the status it was read with, so
+    of two curators acting at once exactly one succeeds and the other gets a clear error."""
+    sources, verb, rule = _TRANSITIONS[to]
+    tool = version.tool
+    current = ToolVersion.objects.filter(pk=version.pk).values_list("status", flat=True).first()
+    if current not in sources:
+        raise ValidationError(
+            f"Version {version.number} of {tool.name} is {current or 'deleted'}: {rule}.", code="status"
+        )
+    with transaction.atomic():
+        updated = ToolVersion.objects.filter(pk=version.pk, status=current).update(
+            status=to, updated_at=timezone.now(), **changes
+        )
+        if not updated:
+            raise ValidationError(
+                f"Version {version.number} of {tool.name} was changed by someone else just now; "
+                "reload the page to see its status.",
+                code="conflict",
+            )
+        version.refresh_from_db()
+        audit_record(
+            tenant_id=tool.tenant_id, actor=actor, action=f"tool_version.{verb}",
+            target=version, note=note, data={**_version_data(version), "from_status": current},
+        )
+        catalog_changed()
+    return version
+
+
+def version_publish(*, version: ToolVersion, actor: str, note: str = "") -> ToolVersion:
+    """Draft → published: the version becomes callable and never changes again.
+
+    Re-validates a draft's definition first (ValidationError by field); refuses non-drafts.
+    Writes the status, `published_at` and an audit event; invalidates the catalog caches
+    once committed.
+    """
+    stored = ToolVersion.objects.select_related("tool").filter(pk=version.pk).first()
+    if stored is not None and stored.status == VersionStatus.DRAFT:
+        stored.full_clean()
+    return _version_transition(
+        version=version, to=VersionStatus.PUBLISHED, actor=actor, note=note, published_at=timezone.now()
+    )
+
+
+def version_deprecate(*, version: ToolVersion, actor: str, note: str = "") -> ToolVersion:
+    """Published → deprecated, on the way to retirement. Writes the status and an audit
+    event; invalidates the catalog caches once committed."""
+    return _version_transition(version=version, to=VersionStatus.DEPRECATED, actor=actor, note=note)
+
+
+def version_retire(*, version: ToolVersion, actor: str, note: str = "") -> ToolVersion:
+    """Published or deprecated → retired, for good. Writes the status and an audit event;
+    invalidates the catalog caches once committed."""
+    return _version_transition(version=version, to=VersionStatus.RETIRED, actor=actor, note=note)
+
+
+def tool_save(*, tool: Tool, actor: str) -> Tool:
+    """Create or update a tool (name, owner, summary, replacement). Validates, writes it and
+    an audit event; invalidates the catalog caches once committed."""
+    creating = tool.pk is None
+    tool.full_clean()
+    with transaction.atomic():
+        tool.save()
+        audit_record(
+            tenant_id=tool.tenant_id, actor=actor, action="tool.create" if creating else "tool.update",
+            target=tool, data={"name": tool.name},
+        )
+        catalog_changed()
+    return tool
+
+
+def tool_delete(*, tool: Tool, actor: str) -> None:
+    """Delete a tool that has no versions (ProtectedError otherwise); its grants go with it."""
+    with transaction.atomic():
+        audit_record(tenant_id=tool.tenant_id, actor=actor, action="tool.delete", target=tool,
+                     data={"name": tool.name})
+        tool.delete()
+        catalog_changed()
+
+
+def toolset_changed(*, toolset: Toolset, actor: str, action: str) -> None:
+    """Record that a toolset or its phases were saved or deleted (by the admin's forms):
+    an audit event, and the catalog caches invalidated once committed."""
+    with transaction.atomic():
+        audit_record(actor=actor, action=f"toolset.{action}", target=toolset,
+                     data={"name": toolset.name})
+        catalog_changed()
+
+
+def _grant_data(grant: Grant) -> dict[str, Any]:
+    return {
+        "agent": grant.agent.name if grant.agent_id else None,
+        "tool": grant.tool.name,
+        "pinned_version": grant.pinned_version.number if grant.pinned_version_id else None,
+    }
+
+
+def grant_save(*, grant: Grant, actor: str) -> Grant:
+    """Create or update a grant. Validates it (ValidationError: agent or tool of another
+    tenant, pin of another tool or not callable, duplicates), writes it and an audit event;
+    invalidates the catalog caches once committed."""
+    creating = grant.pk is None
+    grant.full_clean()
+    with transaction.atomic():
+        grant.save()
+        audit_record(
+            tenant_id=grant.tenant_id, actor=actor,
+            action="grant.create" if creating else "grant.update", target=grant, data=_grant_data(grant),
+        )
+        catalog_changed()
+    return grant
+
+
+def grant_delete(*, grant: Grant, actor: str) -> None:
+    """Delete a grant, with an audit event; agents lose the tool on their next request."""
+    with transaction.atomic():
+        audit_record(
+            tenant_id=grant.tenant_id, actor=actor, action="grant.delete", target=grant,
+            data=_grant_data(grant),
+        )
+        grant.delete()
+        catalog_changed()

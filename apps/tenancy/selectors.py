@@ -1,0 +1,30 @@
+"""Reads of the tenancy app."""
+
+from __future__ import annotations
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+
+from .keys import split_key
+from .models import Agent, AgentKey, StaffScope, Tenant
+
+
+def tenant_by_slug(*, slug: str) -> Tenant | None:
+    return Tenant.objects.filter(slug=slug).first()
+
+
+def agent_by_name(*, tenant: Tenant, name: str) -> Agent | None:
+    return Agent.objects.for_tenant(tenant).filter(name=name).first()
+
+
+def agent_key_by_prefix(*, prefix: str) -> AgentKey | None:
+    """The key with this lookup prefix; a full key is accepted too (its prefix is used)."""
+    lookup = split_key(prefix) if prefix.startswith("thk_") else prefix
+    if not lookup:
+        return None
+    return AgentKey.objects.select_related("agent__tenant").filter(prefix=lookup).first()
+
+
+def staff_tenant_id(*, user: AbstractBaseUser | AnonymousUser) -> int | None:
+    """The tenant a staff user is scoped to, or None when the user has no StaffScope."""
+    return StaffScope.objects.filter(user_id=user.pk).values_list("tenant_id", flat=True).first()

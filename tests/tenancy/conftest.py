@@ -1,0 +1,41 @@
+"""Fixtures of the tenancy tests: an agent with an issued key, and an API client using it."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from apps.tenancy.services import IssuedKey, agent_key_issue
+from tests.factories import AgentFactory
+
+
+@pytest.fixture
+def agent():
+    return AgentFactory(tenant__slug="acme", name="support-bot")
+
+
+@pytest.fixture
+def issued(agent) -> IssuedKey:
+    return agent_key_issue(agent=agent, label="prod", actor="test")
+
+
+def bearer(secret: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+def rows_containing(text: str) -> dict[str, int]:
+    """Every table of the database with rows whose text form contains `text`."""
+    found: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names():
+            cursor.execute(
+                f"SELECT count(*) FROM {connection.ops.quote_name(table)} t WHERE t::text LIKE %s",
+                [f"%{text}%"],
+            )
+            (count,) = cursor.fetchone()
+            if count:
+                found[table] = count
+    return found
