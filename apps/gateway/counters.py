@@ -35,6 +35,26 @@ def _done_key(tenant_id: int, task_id: str, tool: str) -> str:
     return f"th:done:{tenant_id}:{task_id}:{tool}"
 
 
+def _seen_key(tenant_id: int, task_id: str, call: PreparedCall) -> str:
+    return f"th:seen:{tenant_id}:{task_id}:{call.call.call_id}:{call.version.tool_name}:{call.args_hash}"
+
+
+def call_first_seen(*, tenant_id: int, task_id: str, call: PreparedCall, peek: bool = False) -> bool:
+    """True the first time this call id with these arguments reaches the state rules.
+
+    Atomic (cache add), so of concurrent duplicates exactly one is first. `peek` only
+    looks (dry runs), and `forget_call` undoes it when the call is refused after all.
+    """
+    key = _seen_key(tenant_id, task_id, call)
+    if peek:
+        return cache.get(key) is None
+    return bool(cache.add(key, 1, _TASK_TTL_S))
+
+
+def forget_call(*, tenant_id: int, task_id: str, call: PreparedCall) -> None:
+    cache.delete(_seen_key(tenant_id, task_id, call))
+
+
 def _rate_key(agent_id: int, tool: str, now: datetime) -> str:
     return f"th:rate:{agent_id}:{tool}:{int(now.timestamp()) // 60}"
 

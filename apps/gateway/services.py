@@ -159,24 +159,39 @@ def prepare_call(
         approval_reason=approval_reason(bound, version, context.policy),
     )
     needs = history_needed(version, context.policy)
-    history = counters.task_history(
-        tenant_id=principal.tenant_id,
-        task_id=options.task_id,
-        call=prepared,
-        needs=needs,
-        required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
-        now=now,
+    # A repeat of a call id already let through (a client retry, concurrent duplicates) is
+    # not a new attempt: it passed the state rules and the loop guard the first time, and
+    # the ledger answers it. Only a new call id is checked and counted.
+    first_sight = counters.call_first_seen(
+        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, peek=options.dry_run
     )
-    check_state_rules(bound, version, context, history)
-    check_loop(history, version)
-    if options.dry_run:
-        return prepared
-    limit = context.policy.rate_limit_per_minute or settings.TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE
-    calls, retry_after_s = counters.count_rate(agent_id=principal.agent_id, tool=version.tool_name, now=now)
-    check_rate(calls_in_window=calls, limit=limit, retry_after_s=retry_after_s)
-    counters.count_call(
-        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
-    )
+    try:
+        if first_sight:
+            history = counters.task_history(
+                tenant_id=principal.tenant_id,
+                task_id=options.task_id,
+                call=prepared,
+                needs=needs,
+                required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
+                now=now,
+            )
+            check_state_rules(bound, version, context, history)
+            check_loop(history, version)
+        if options.dry_run:
+            return prepared
+        limit = context.policy.rate_limit_per_minute or settings.TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE
+        calls, retry_after_s = counters.count_rate(
+            agent_id=principal.agent_id, tool=version.tool_name, now=now
+        )
+        check_rate(calls_in_window=calls, limit=limit, retry_after_s=retry_after_s)
+    except ToolHubError:
+        if first_sight and not options.dry_run:
+            counters.forget_call(tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared)
+        raise
+    if first_sight:
+        counters.count_call(
+            tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
+        )
     return prepared
 
 

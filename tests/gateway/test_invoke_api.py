@@ -251,3 +251,24 @@ def test_a_body_that_is_not_json_is_400_invalid_json(api):
 
     assert response.status_code == 400
     assert response.json()["kind"] == "invalid_json"
+
+
+def test_repeating_the_same_call_id_is_a_retry_not_a_loop(api, publish_tool, session_for):
+    publish_tool("lookup", loop_limit=1)
+    session = session_for("u-1")
+
+    bodies = [invoke(api, "lookup", '{"query": "x"}', session=session, call_id="same") for _ in range(3)]
+
+    assert [b.json()["status"] for b in bodies] == ["ok", "ok", "ok"]
+    assert invoke(api, "lookup", '{"query": "x"}', session=session, call_id="new").json()["kind"] == "loop_detected"
+
+
+def test_a_call_refused_by_a_state_rule_stays_refused_when_retried(api, agent, publish_tool, session_for):
+    version = publish_tool("lookup")
+    TenantPolicy.objects.create(tenant=agent.tenant, tool=version.tool, task_call_budget=1)
+    session = session_for("u-1")
+    invoke(api, "lookup", '{"query": "a"}', session=session, call_id="c1")
+
+    retries = [invoke(api, "lookup", '{"query": "b"}', session=session, call_id="c2").json() for _ in range(2)]
+
+    assert [r["kind"] for r in retries] == ["business_rule", "business_rule"]
