@@ -23,6 +23,8 @@ PORT = int(os.environ.get("BENCH_PORT", "8765"))
 BASE = f"http://127.0.0.1:{PORT}"
 DURATION_S = int(os.environ.get("BENCH_SECONDS", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "8"))
+# gunicorn sync workers: 2 per core, so one waiting on the database or an executor does not idle a core.
+WORKERS = os.environ.get("BENCH_WORKERS", str(2 * (os.cpu_count() or 1)))
 ENV = {
     **os.environ,
     "DJANGO_SETTINGS_MODULE": "toolhub.settings.base",
@@ -108,7 +110,7 @@ def main() -> None:
             "-b",
             f"127.0.0.1:{PORT}",
             "-w",
-            "2",
+            WORKERS,
             "--log-level",
             "warning",
         ],
@@ -130,7 +132,9 @@ def main() -> None:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
-    print(f"\nToolHub benchmark: gunicorn -w 2, wrk -t2 -c{CONNECTIONS} -d{DURATION_S}s, loopback, one run")
+    print(
+        f"\nToolHub benchmark: gunicorn -w {WORKERS}, wrk -t2 -c{CONNECTIONS} -d{DURATION_S}s, loopback, one run"
+    )
     print(f"{'endpoint':<34}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
     for name, figures in (
         ("bare DRF search (no governance)", bare),

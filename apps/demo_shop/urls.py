@@ -2,8 +2,10 @@
 
 from django.urls import path
 
+from .api.views import OrderSearchApi
 from .views import RefundsView
 
 urlpatterns = [
     path("payments/refunds", RefundsView.as_view(), name="demo-payments-refunds"),
+    path("orders/search", OrderSearchApi.as_view(), name="demo-orders-search"),
 ]

@@ -173,3 +173,5 @@ class PreparedCall:
     subject: str = ""
     # Why an operator must approve the call before it runs; None when it may run now.
     approval_reason: str | None = None
+    # Another tool requires this one earlier in a task: remember when it succeeds.
+    is_prerequisite: bool = True

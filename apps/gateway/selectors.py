@@ -39,6 +39,16 @@ class AgentCatalog:
         names = self.toolsets.get(toolset, {}).get(phase or "", frozenset())
         return {name: spec for name, spec in self.callable.items() if name in names}
 
+    @property
+    def prerequisites(self) -> frozenset[str]:
+        """Tools some callable tool requires earlier in a task: their success is remembered."""
+        return frozenset(
+            rule["tool"]
+            for spec in self.callable.values()
+            for rule in spec.rules
+            if rule.get("type") == "requires_earlier_call"
+        )
+
     def policy_for(self, tool_id: int) -> PolicySpec:
         return self.policies.get(tool_id) or self.policies.get(None) or PolicySpec()
 
@@ -125,11 +135,8 @@ def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
     return UnavailableError(f"The tool {tool.name} is unavailable: {state}.", hint=hint)
 
 
-def resolve_tool(
-    *, tenant_id: int, agent_id: int, name: str, toolset: str | None, phase: str | None
-) -> VersionSpec:
-    """The version this agent calls under `name` now; raises the error the model should see."""
-    catalog = agent_catalog(tenant_id=tenant_id, agent_id=agent_id)
+def resolve_tool(*, catalog: AgentCatalog, name: str, toolset: str | None, phase: str | None) -> VersionSpec:
+    """The version the agent calls under `name` now; raises the error the model should see."""
     _check_toolset(catalog, toolset, phase)
     visible = catalog.visible(toolset, phase)
     spec = visible.get(name)

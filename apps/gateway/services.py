@@ -48,7 +48,7 @@ from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.sessions import SessionClaims, verify_session
 
 from . import counters
-from .contracts import CallContext, PreparedCall, ToolCall, VersionSpec, thaw
+from .contracts import CallContext, PolicySpec, PreparedCall, ToolCall, VersionSpec, thaw
 from .envelopes import accepted_envelope, json_size, pending_approval_envelope, result_envelope, shape_result
 from .executors import execute
 from .executors.base import (
@@ -109,10 +109,9 @@ def _context(
     principal: AgentPrincipal,
     session: SessionClaims | None,
     options: InvokeOptions,
-    version: VersionSpec,
+    policy: PolicySpec,
     now: datetime,
 ) -> CallContext:
-    catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
     return CallContext(
         tenant_id=principal.tenant_id,
         tenant_slug=principal.tenant_slug,
@@ -120,7 +119,7 @@ def _context(
         task_id=options.task_id,
         now=now,
         session=session,
-        policy=catalog.policy_for(version.tool_id),
+        policy=policy,
     )
 
 
@@ -137,14 +136,9 @@ def prepare_call(
     Reads only the catalog (memoized) and the task counters; raises the ToolHubError the
     model should see. Counts the call for loop, budget and quota checks unless dry_run.
     """
-    version = resolve_tool(
-        tenant_id=principal.tenant_id,
-        agent_id=principal.agent_id,
-        name=call.name,
-        toolset=options.toolset,
-        phase=options.phase,
-    )
-    context = _context(principal, session, options, version, now)
+    catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
+    version = resolve_tool(catalog=catalog, name=call.name, toolset=options.toolset, phase=options.phase)
+    context = _context(principal, session, options, catalog.policy_for(version.tool_id), now)
     arguments = parse_arguments(call.arguments)
     validate_arguments(arguments, version)
     normalized = normalize_arguments(arguments, version)
@@ -157,6 +151,7 @@ def prepare_call(
         args_hash=normalized.args_hash,
         subject=session.subject if session else "",
         approval_reason=approval_reason(bound, version, context.policy),
+        is_prerequisite=version.tool_name in catalog.prerequisites,
     )
     needs = history_needed(version, context.policy)
     # A repeat of a call id already let through (a client retry, concurrent duplicates) is
@@ -261,7 +256,8 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
             version=version,
             envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
         )
-    counters.mark_done(tenant_id=principal.tenant_id, task_id=options.task_id, tool=version.tool_name)
+    if prepared.is_prerequisite:
+        counters.mark_done(tenant_id=principal.tenant_id, task_id=options.task_id, tool=version.tool_name)
     return Outcome(call=call, version=version, result=result)
 
 
@@ -503,7 +499,8 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
             execution_id=execution_id,
         )
     ledger_record_outcome(entry=entry, to_state=LedgerState.COMMITTED, actor=actor, result=result)
-    counters.mark_done(tenant_id=entry.tenant_id, task_id=entry.task_id, tool=version.tool_name)
+    if prepared.is_prerequisite:
+        counters.mark_done(tenant_id=entry.tenant_id, task_id=entry.task_id, tool=version.tool_name)
     return Outcome(call=call, version=version, result=result, execution_id=execution_id)
 
 

@@ -22,17 +22,47 @@ class LedgerEventInline(ReadOnlyInline):
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(ReadOnlyAdminMixin, TenantScopedAdmin):
-    list_display = ("created_at", "tenant", "agent_name", "tool", "version_number", "task_id", "call_id",
-                    "state", "attempts", "settled_at")
+    list_display = (
+        "created_at",
+        "tenant",
+        "agent_name",
+        "tool",
+        "version_number",
+        "task_id",
+        "call_id",
+        "state",
+        "attempts",
+        "settled_at",
+    )
     list_select_related = ("tenant", "agent", "tool", "version")
-    list_filter = ("state", ("tenant", admin.RelatedOnlyFieldListFilter),
-                   ("tool", admin.RelatedOnlyFieldListFilter))
+    list_filter = (
+        "state",
+        ("tenant", admin.RelatedOnlyFieldListFilter),
+        ("tool", admin.RelatedOnlyFieldListFilter),
+    )
     search_fields = ("key", "task_id", "call_id", "subject")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
-    fields = ("key", "state", "tenant", "agent", "tool", "version", "subject", "task_id", "call_id",
-              "args_hash", "arguments_json", "result_json", "error_json", "attempts", "next_check_at",
-              "settled_at", "created_at", "updated_at")
+    fields = (
+        "key",
+        "state",
+        "tenant",
+        "agent",
+        "tool",
+        "version",
+        "subject",
+        "task_id",
+        "call_id",
+        "args_hash",
+        "arguments_json",
+        "result_json",
+        "error_json",
+        "attempts",
+        "next_check_at",
+        "settled_at",
+        "created_at",
+        "updated_at",
+    )
     readonly_fields = fields
     inlines = (LedgerEventInline,)
 

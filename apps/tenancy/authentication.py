@@ -9,6 +9,7 @@ read the row just before the revocation committed.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from django.core.cache import cache
@@ -22,6 +23,7 @@ from .services import agent_key_cache_key
 
 _CACHE_TTL_S = 300
 _LAST_USED_EVERY_S = 60
+_touched_here: dict[int, float] = {}
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,9 @@ def _load_key(prefix: str) -> dict | None:
     if cached is not None:
         return cached or None
     row = (
-        AgentKey.objects.filter(prefix=prefix, revoked_at__isnull=True, agent__active=True,
-                                tenant__active=True)
+        AgentKey.objects.filter(
+            prefix=prefix, revoked_at__isnull=True, agent__active=True, tenant__active=True
+        )
         .values("pk", "digest", "agent_id", "agent__name", "tenant_id", "tenant__slug")
         .first()
     )
@@ -71,8 +74,11 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
         self._touch(row["pk"])
         principal = AgentPrincipal(
-            agent_id=row["agent_id"], agent_name=row["agent__name"], tenant_id=row["tenant_id"],
-            tenant_slug=row["tenant__slug"], key_id=row["pk"],
+            agent_id=row["agent_id"],
+            agent_name=row["agent__name"],
+            tenant_id=row["tenant_id"],
+            tenant_slug=row["tenant__slug"],
+            key_id=row["pk"],
         )
         return principal, row["pk"]
 
@@ -81,5 +87,10 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
 
     @staticmethod
     def _touch(key_id: int) -> None:
+        # A process that touched the key recently skips even the cache round trip.
+        now = time.monotonic()
+        if now - _touched_here.get(key_id, -_LAST_USED_EVERY_S) < _LAST_USED_EVERY_S:
+            return
+        _touched_here[key_id] = now
         if cache.add(f"toolhub:agent-key-used:{key_id}", 1, _LAST_USED_EVERY_S):
             AgentKey.objects.filter(pk=key_id).update(last_used_at=timezone.now())

@@ -25,8 +25,9 @@ class Agent:
         response.raise_for_status()
         self.session = response.json()["token"]
 
-    def invoke(self, name: str, arguments: Any, *, task_id: str = "t-1", call_id: str = "call_1",
-               **extra: Any) -> dict[str, Any]:
+    def invoke(
+        self, name: str, arguments: Any, *, task_id: str = "t-1", call_id: str = "call_1", **extra: Any
+    ) -> dict[str, Any]:
         body = {"task_id": task_id, "call": {"id": call_id, "name": name, "arguments": arguments}, **extra}
         response = self.http.post("/api/v1/invoke", json=body, headers={"X-ToolHub-Session": self.session})
         assert response.status_code in (200, 202), response.text
@@ -48,7 +49,9 @@ def demo(transactional_db: None, live_server: Any, settings: Any) -> Iterator[Ag
 def republish_refund() -> Callable[..., ToolVersion]:
     """Publish a new version of refund_payment with a changed executor config or timeout."""
 
-    def republish(*, path: str = "/refunds", url: str | None = None, timeout_s: float | None = None) -> ToolVersion:
+    def republish(
+        *, path: str = "/refunds", url: str | None = None, timeout_s: float | None = None
+    ) -> ToolVersion:
         current = ToolVersion.objects.get(tool__name="refund_payment", status="published")
         draft = version_create_draft_from(version=current, actor="test")
         config = dict(draft.executor_config, path=path)

@@ -87,4 +87,6 @@ def write_later_checked(request: ExecutionRequest) -> dict:
 
 @reconcile_callable("tests.write_later_checked")
 def check_write(request: ExecutionRequest) -> ReconcileAnswer:
-    return RECONCILE_ANSWERS.get(request.idempotency_key or "", ReconcileAnswer(found=None, note="provider busy"))
+    return RECONCILE_ANSWERS.get(
+        request.idempotency_key or "", ReconcileAnswer(found=None, note="provider busy")
+    )

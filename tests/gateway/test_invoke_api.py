@@ -260,7 +260,10 @@ def test_repeating_the_same_call_id_is_a_retry_not_a_loop(api, publish_tool, ses
     bodies = [invoke(api, "lookup", '{"query": "x"}', session=session, call_id="same") for _ in range(3)]
 
     assert [b.json()["status"] for b in bodies] == ["ok", "ok", "ok"]
-    assert invoke(api, "lookup", '{"query": "x"}', session=session, call_id="new").json()["kind"] == "loop_detected"
+    assert (
+        invoke(api, "lookup", '{"query": "x"}', session=session, call_id="new").json()["kind"]
+        == "loop_detected"
+    )
 
 
 def test_a_call_refused_by_a_state_rule_stays_refused_when_retried(api, agent, publish_tool, session_for):
@@ -269,6 +272,8 @@ def test_a_call_refused_by_a_state_rule_stays_refused_when_retried(api, agent, p
     session = session_for("u-1")
     invoke(api, "lookup", '{"query": "a"}', session=session, call_id="c1")
 
-    retries = [invoke(api, "lookup", '{"query": "b"}', session=session, call_id="c2").json() for _ in range(2)]
+    retries = [
+        invoke(api, "lookup", '{"query": "b"}', session=session, call_id="c2").json() for _ in range(2)
+    ]
 
     assert [r["kind"] for r in retries] == ["business_rule", "business_rule"]

@@ -41,7 +41,9 @@ def test_an_unknown_entry_is_due_for_reconciliation_at_once(unknown_entry):
 
 
 def test_found_at_the_provider_it_becomes_committed_with_the_real_result(unknown_entry, api, session_for):
-    RECONCILE_ANSWERS[unknown_entry.key] = ReconcileAnswer(found=True, result={"refund_id": "re_42"}, note="found")
+    RECONCILE_ANSWERS[unknown_entry.key] = ReconcileAnswer(
+        found=True, result={"refund_id": "re_42"}, note="found"
+    )
 
     assert ledger_reconcile_entry(entry_id=unknown_entry.pk) == LedgerState.COMMITTED
 
@@ -75,10 +77,19 @@ def test_still_unclear_after_the_last_attempt_it_waits_in_the_triage_queue(unkno
 
 
 def test_an_executor_without_a_reconcile_hook_goes_to_triage_at_once(api, publish_tool, session_for):
-    publish_tool("slow_echo", side_effect="write", executor_config={"callable": "tests.slow"}, timeout_s=0.1,
-                 parameters={"type": "object", "properties": {"sleep_ms": {"type": "integer"}},
-                             "required": ["sleep_ms"], "additionalProperties": False},
-                 context_bindings={})
+    publish_tool(
+        "slow_echo",
+        side_effect="write",
+        executor_config={"callable": "tests.slow"},
+        timeout_s=0.1,
+        parameters={
+            "type": "object",
+            "properties": {"sleep_ms": {"type": "integer"}},
+            "required": ["sleep_ms"],
+            "additionalProperties": False,
+        },
+        context_bindings={},
+    )
     entry_id = invoke(api, "slow_echo", {"sleep_ms": 300}).json()["execution_id"]
 
     ledger_reconcile_entry(entry_id=entry_id)
@@ -91,8 +102,13 @@ def test_settling_needs_a_note_happens_once_and_is_audited(unknown_entry, api, s
     with pytest.raises(ValidationError):
         ledger_settle(entry=unknown_entry, outcome="committed", actor="ops:ana", note="  ")
 
-    ledger_settle(entry=unknown_entry, outcome="committed", actor="ops:ana", note="seen in the PSP dashboard",
-                  result={"refund_id": "re_7"})
+    ledger_settle(
+        entry=unknown_entry,
+        outcome="committed",
+        actor="ops:ana",
+        note="seen in the PSP dashboard",
+        result={"refund_id": "re_7"},
+    )
     with pytest.raises(TransitionRefused):
         ledger_settle(entry=unknown_entry, outcome="failed", actor="ops:bob", note="double click")
 
@@ -106,7 +122,9 @@ def test_the_sweeper_marks_executions_that_outlived_their_timeout_unknown(api, p
     version = publish_tool("cancel", side_effect="write")
     invoke(api, "cancel", '{"query": "a"}', session=session_for("u-1"))
     entry = LedgerEntry.objects.get()
-    LedgerEntry.objects.filter(pk=entry.pk).update(state="intent", claimed_at=timezone.now() - timedelta(seconds=5))
+    LedgerEntry.objects.filter(pk=entry.pk).update(
+        state="intent", claimed_at=timezone.now() - timedelta(seconds=5)
+    )
 
     report = ledger_sweep(now=timezone.now())
 

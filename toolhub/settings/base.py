@@ -82,7 +82,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://toolhub")}
+
+
+def cache_from_env(default: str) -> dict:
+    """CACHE_URL as a Django cache, using our Redis backend that reuses its client."""
+    config = env.cache("CACHE_URL", default=default)
+    if config["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+        config["BACKEND"] = "apps.common.cache.RedisCache"
+    return config
+
+
+CACHES = {"default": cache_from_env("locmemcache://toolhub")}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -140,7 +150,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Fail fast when the broker is down: the request answers 503 instead of hanging.
-CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # Outbound secrets are referenced by name from executor configs, never sent as arguments.
@@ -168,7 +183,9 @@ LOGGING = {
 }
 
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
-TOOLHUB_RECONCILE_BACKOFF_S = [float(s) for s in env.list("TOOLHUB_RECONCILE_BACKOFF_S", default=[10, 30, 120, 600, 1800])]
+TOOLHUB_RECONCILE_BACKOFF_S = [
+    float(s) for s in env.list("TOOLHUB_RECONCILE_BACKOFF_S", default=[10, 30, 120, 600, 1800])
+]
 # An executing entry is declared unknown this long after its tool's timeout.
 TOOLHUB_SWEEP_GRACE_S = env.float("TOOLHUB_SWEEP_GRACE_S", default=30.0)
 # How long an approval request stays open unless the version says otherwise.

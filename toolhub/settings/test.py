@@ -1,13 +1,13 @@
 """Test settings: PostgreSQL, Redis and a real broker, as `make test` provides them."""
 
 from .base import *  # noqa: F403
-from .base import env
+from .base import cache_from_env, env
 
 DATABASES = {
     "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/toolhub"),
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
-CACHES = {"default": env.cache("CACHE_URL", default="redis://127.0.0.1:6379/1")}
+CACHES = {"default": cache_from_env("redis://127.0.0.1:6379/1")}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
