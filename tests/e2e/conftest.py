@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from django.conf import settings as django_settings
 
 from apps.catalog.models import ToolVersion
 from apps.catalog.services import version_create_draft_from, version_publish, version_save_draft
@@ -49,9 +56,7 @@ def demo(transactional_db: None, live_server: Any, settings: Any) -> Iterator[Ag
 def republish_refund() -> Callable[..., ToolVersion]:
     """Publish a new version of refund_payment with a changed executor config or timeout."""
 
-    def republish(
-        *, path: str = "/refunds", url: str | None = None, timeout_s: float | None = None
-    ) -> ToolVersion:
+    def republish(*, path: str = "/refunds", url: str | None = None, **fields: Any) -> ToolVersion:
         current = ToolVersion.objects.get(tool__name="refund_payment", status="published")
         draft = version_create_draft_from(version=current, actor="test")
         config = dict(draft.executor_config, path=path)
@@ -59,9 +64,73 @@ def republish_refund() -> Callable[..., ToolVersion]:
             config.pop("url_setting", None)
             config["url"] = url
         draft.executor_config = config
-        if timeout_s:
-            draft.timeout_s = timeout_s
+        for name, value in fields.items():
+            setattr(draft, name, value)
         version_save_draft(version=draft, actor="test")
         return version_publish(version=draft, actor="test")
 
     return republish
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup: None, live_server: Any) -> Iterator[subprocess.Popen]:
+    """A real Celery worker (prefork, 2 processes) on the test database and the real broker.
+
+    It sees what transactional tests commit, and reaches the payments upstream served by the
+    live server. Its log is written to var/test-worker.log for post-mortems.
+    """
+    from django.db import connection
+
+    from toolhub.celery import app
+
+    database = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "toolhub.settings.test",
+        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
+        "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
+        "CACHE_URL": django_settings.CACHES["default"]["LOCATION"],
+        "TOOLHUB_DEMO_PAYMENTS_URL": f"{live_server.url}/demo/payments",
+    }
+    app.control.purge()
+    log_path = Path(django_settings.BASE_DIR) / "var" / "test-worker.log"
+    log_path.parent.mkdir(exist_ok=True)
+    with open(log_path, "w") as log:
+        worker = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("celery")),
+                "-A",
+                "toolhub",
+                "worker",
+                "--pool",
+                "prefork",
+                "--concurrency",
+                "2",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel",
+                "INFO",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 30
+    while "ready." not in log_path.read_text():
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the Celery worker did not start:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.2)
+    yield worker
+    os.killpg(worker.pid, signal.SIGTERM)
+    worker.wait(timeout=30)
+
+
+def wait_for(predicate: Callable[[], Any], *, timeout_s: float = 20, what: str = "a condition") -> Any:
+    """Poll until `predicate()` is truthy; fail the test with `what` otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
