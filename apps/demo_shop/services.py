@@ -14,10 +14,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from apps.audit.services import audit_record
-from apps.catalog.models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from apps.catalog.models import Tool, Toolset, ToolsetPhase
+from apps.catalog.cache import catalog_changed
+from apps.catalog.services import grant_save, version_create_draft, version_publish
 from apps.common.errors import BusinessRuleError
 from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
@@ -258,16 +259,10 @@ def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
     tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": tenant, "summary": summary})
     if tool.versions.exists():
         return tool  # published versions never change; later versions are the curators'
-    version = ToolVersion.objects.create(
-        tool=tool, number=1, changelog="First version, published by seed_demo.", **definition
+    draft = version_create_draft(
+        tool=tool, actor=SEED_ACTOR, changelog="First version, published by seed_demo.", **definition
     )
-    version.status = VersionStatus.PUBLISHED
-    version.published_at = timezone.now()
-    version.save()
-    audit_record(
-        tenant_id=tenant.pk, actor=SEED_ACTOR, action="tool_version.publish", target=version,
-        data={"tool": name, "number": 1},
-    )
+    version_publish(version=draft, actor=SEED_ACTOR)
     return tool
 
 
@@ -301,8 +296,10 @@ def demo_seed() -> SeedResult:
         _seed_orders()
         tools = {name: _seed_tool(tenant=tenant, name=name) for name in DEMO_TOOLS}
         for tool in tools.values():
-            Grant.objects.get_or_create(tenant=tenant, agent=agent, tool=tool)
+            if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
+                grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
         _seed_toolset(tools)
+        catalog_changed()  # processes already running must see the seeded tools and toolset
     return SeedResult(
         admin_username=ADMIN_USERNAME, admin_password=password, agent_key=key,
         agent_key_active=stored_key.is_active, orders=DemoOrder.objects.count(),
