@@ -16,8 +16,8 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
 from apps.audit.services import audit_record
-from apps.catalog.models import Tool, Toolset, ToolsetPhase
 from apps.catalog.cache import catalog_changed
+from apps.catalog.models import Tool, Toolset, ToolsetPhase
 from apps.catalog.services import grant_save, version_create_draft, version_publish
 from apps.common.errors import BusinessRuleError
 from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
