@@ -133,7 +133,8 @@ def main() -> None:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
     print(
-        f"\nToolHub benchmark: gunicorn -w {WORKERS}, wrk -t2 -c{CONNECTIONS} -d{DURATION_S}s, loopback, one run"
+        f"\nToolHub benchmark: gunicorn -w {WORKERS}, wrk -t2 -c{CONNECTIONS} -d{DURATION_S}s, "
+        "loopback, one run"
     )
     print(f"{'endpoint':<34}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}")
     for name, figures in (

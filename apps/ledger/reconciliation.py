@@ -74,8 +74,8 @@ def ledger_sweep(*, now: datetime | None = None) -> SweepReport:
         ) + grace < now and ledger_mark_unknown(
             entry_id=entry.pk,
             actor=SWEEPER,
-            note=f"still executing {settings.TOOLHUB_SWEEP_GRACE_S:g} s after its {entry.version.timeout_s:g} s "
-            "timeout (crashed or lost worker?): outcome unknown",
+            note=f"still executing {settings.TOOLHUB_SWEEP_GRACE_S:g} s after its "
+            f"{entry.version.timeout_s:g} s timeout (crashed or lost worker?): outcome unknown",
         ):
             report.marked_unknown.append(entry.pk)
     report.to_enqueue = list(
