@@ -166,36 +166,32 @@ def ledger_claim(*, entry_id: Any) -> bool:
     )
 
 
-def ledger_mark_unknown(*, entry_id: Any, actor: str, note: str) -> bool:
-    """Declare an `intent` entry's outcome unknown and schedule its reconciliation now."""
+def _move_intent(*, entry_id: Any, to_state: str, actor: str, note: str, **fields: Any) -> bool:
+    """Move an `intent` entry on; False when it is no longer `intent`."""
     try:
         transition(
             entry_id=entry_id,
             from_state=LedgerState.INTENT,
-            to_state=LedgerState.UNKNOWN,
+            to_state=to_state,
             actor=actor,
             note=note,
-            next_check_at=timezone.now(),
+            **fields,
         )
     except TransitionRefused:
         return False
     return True
+
+
+def ledger_mark_unknown(*, entry_id: Any, actor: str, note: str) -> bool:
+    """Declare an `intent` entry's outcome unknown and schedule its reconciliation now."""
+    return _move_intent(
+        entry_id=entry_id, to_state=LedgerState.UNKNOWN, actor=actor, note=note, next_check_at=timezone.now()
+    )
 
 
 def ledger_fail_intent(*, entry_id: Any, actor: str, error: dict[str, Any], note: str) -> bool:
     """Refuse an `intent` entry that never ran (rejected, expired, or not enqueued)."""
-    try:
-        transition(
-            entry_id=entry_id,
-            from_state=LedgerState.INTENT,
-            to_state=LedgerState.FAILED,
-            actor=actor,
-            note=note,
-            error=error,
-        )
-    except TransitionRefused:
-        return False
-    return True
+    return _move_intent(entry_id=entry_id, to_state=LedgerState.FAILED, actor=actor, note=note, error=error)
 
 
 def ledger_settle(

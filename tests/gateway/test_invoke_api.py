@@ -24,6 +24,19 @@ STATUS_SCHEMA = {
 }
 
 
+# A tool without a session binding whose executor returns `count` items.
+COUNT_ITEMS = {
+    "parameters": {
+        "type": "object",
+        "properties": {"count": {"type": "integer"}},
+        "required": ["count"],
+        "additionalProperties": False,
+    },
+    "context_bindings": {},
+    "executor_config": {"callable": "tests.items"},
+}
+
+
 def assert_refused(response, kind: str, recoverable: bool) -> dict:
     assert response.status_code == 200, response.content
     body = response.json()
@@ -159,14 +172,7 @@ def test_a_task_budget_from_the_tenant_policy_is_a_business_rule(api, agent, pub
 def test_a_result_without_items_is_empty_with_the_versions_meaning(api, publish_tool, session_for):
     publish_tool(
         "count_items",
-        parameters={
-            "type": "object",
-            "properties": {"count": {"type": "integer"}},
-            "required": ["count"],
-            "additionalProperties": False,
-        },
-        context_bindings={},
-        executor_config={"callable": "tests.items"},
+        **COUNT_ITEMS,
         empty_meaning="No items match. This does not mean there are none.",
     )
 
@@ -185,14 +191,7 @@ def test_a_result_without_items_is_empty_with_the_versions_meaning(api, publish_
 def test_a_long_result_is_truncated_with_a_note_and_stays_valid_json(api, publish_tool):
     publish_tool(
         "count_items",
-        parameters={
-            "type": "object",
-            "properties": {"count": {"type": "integer"}},
-            "required": ["count"],
-            "additionalProperties": False,
-        },
-        context_bindings={},
-        executor_config={"callable": "tests.items"},
+        **COUNT_ITEMS,
         max_chars=1000,
     )
 
