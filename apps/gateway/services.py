@@ -23,6 +23,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.audit.invocation_log import invocation_record
+from apps.capabilities.services import capability_note_unknown_tool
+from apps.catalog.exports import strip_optional_nulls
 from apps.common.errors import (
     IdempotencyConflictError,
     InProgressError,
@@ -30,6 +32,7 @@ from apps.common.errors import (
     OutcomeUnknownError,
     ToolHubError,
     ToolTimeoutError,
+    UnknownToolError,
     UpstreamError,
 )
 from apps.ledger.models import LedgerEntry, LedgerState
@@ -132,7 +135,8 @@ def prepare_call(
         phase=options.phase,
     )
     context = _context(principal, session, options, version, now)
-    arguments = parse_arguments(call.arguments)
+    # Strict exports let models send null for optional fields: null there means "not given".
+    arguments = strip_optional_nulls(parse_arguments(call.arguments), version.parameters)
     validate_arguments(arguments, version)
     normalized = normalize_arguments(arguments, version)
     bound = apply_bindings(normalized.arguments, version, session)
@@ -468,6 +472,8 @@ def invoke_calls(
                 prepare_call(principal=principal, session=session, options=options, call=call, now=now)
             )
         except ToolHubError as error:
+            if isinstance(error, UnknownToolError):
+                capability_note_unknown_tool(principal=principal, options=options, call=call)
             prepared.append(
                 Outcome(call=call, envelope=error.as_envelope(call_id=call.call_id, tool=call.name))
             )
