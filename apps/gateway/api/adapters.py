@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -73,20 +73,20 @@ def _run_turn(request: Request, data: dict[str, Any], calls: list[ToolCall]) -> 
 _NO_TOOL_CALLS = "The message has no tool calls: there is nothing to run."
 
 
-class _OpenAIFunction(serializers.Serializer):
+class OpenAIFunctionSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     arguments = serializers.JSONField(help_text="The model's JSON text (an object is accepted too).")
 
 
-class _OpenAIToolCall(serializers.Serializer):
+class OpenAIToolCallSerializer(serializers.Serializer):
     id = serializers.CharField(max_length=200)
     type = serializers.ChoiceField(choices=["function"], default="function")
-    function = _OpenAIFunction()
+    function = OpenAIFunctionSerializer()
 
 
-class _OpenAIMessage(serializers.Serializer):
+class OpenAIMessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["assistant"])
-    tool_calls = _OpenAIToolCall(
+    tool_calls = OpenAIToolCallSerializer(
         many=True,
         allow_empty=False,
         max_length=MAX_CALLS_PER_BATCH,
@@ -99,14 +99,11 @@ class _OpenAIMessage(serializers.Serializer):
 
 
 class OpenAIAdapterApi(APIView):
+    @extend_schema_serializer(component_name="OpenAIAdapterInput")
     class InputSerializer(_TurnInput):
-        message = _OpenAIMessage(help_text="The assistant message from the Chat Completions API.")
+        message = OpenAIMessageSerializer(help_text="The assistant message from the Chat Completions API.")
 
-    class ToolMessageSerializer(serializers.Serializer):
-        role = serializers.ChoiceField(choices=["tool"])
-        tool_call_id = serializers.CharField()
-        content = serializers.CharField(help_text="The envelope (contract §3) as JSON text.")
-
+    @extend_schema_serializer(component_name="OpenAIAdapterOutput")
     class OutputSerializer(serializers.Serializer):
         messages = serializers.ListField(child=serializers.DictField())
 
@@ -138,13 +135,13 @@ class OpenAIAdapterApi(APIView):
         return Response({"messages": messages})
 
 
-class _AnthropicToolUse(serializers.Serializer):
+class AnthropicToolUseSerializer(serializers.Serializer):
     id = serializers.CharField(max_length=200)
     name = serializers.CharField(max_length=200)
     input = serializers.DictField(help_text="The tool's input object.")
 
 
-class _AnthropicMessage(serializers.Serializer):
+class AnthropicMessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["assistant"])
     content = serializers.ListField(child=serializers.DictField())
 
@@ -156,20 +153,22 @@ class _AnthropicMessage(serializers.Serializer):
             raise serializers.ValidationError("The message has no tool_use blocks: there is nothing to run.")
         if len(blocks) > MAX_CALLS_PER_BATCH:
             raise serializers.ValidationError(f"At most {MAX_CALLS_PER_BATCH} tool_use blocks per message.")
-        uses = _AnthropicToolUse(data=blocks, many=True)
+        uses = AnthropicToolUseSerializer(data=blocks, many=True)
         uses.is_valid(raise_exception=True)
         _unique_ids([use["id"] for use in uses.validated_data])
         return uses.validated_data
 
 
 class AnthropicAdapterApi(APIView):
+    @extend_schema_serializer(component_name="AnthropicAdapterInput")
     class InputSerializer(_TurnInput):
-        message = _AnthropicMessage(
+        message = AnthropicMessageSerializer(
             help_text="The assistant message (role and content) from the Messages API, with tool_use blocks."
         )
 
+    @extend_schema_serializer(component_name="AnthropicAdapterOutput")
     class OutputSerializer(serializers.Serializer):
-        role = serializers.ChoiceField(choices=["user"])
+        role = serializers.CharField(help_text='Always "user".')
         content = serializers.ListField(
             child=serializers.DictField(),
             help_text="One tool_result block per tool_use block, in order: tool_use_id, content (the "

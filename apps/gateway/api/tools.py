@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import BaseRenderer
@@ -45,6 +45,7 @@ class ToolListApi(APIView):
         toolset = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
         phase = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
 
+    @extend_schema_serializer(component_name="ToolList")
     class OutputSerializer(serializers.Serializer):
         format = serializers.ChoiceField(choices=FORMATS)
         tools = serializers.ListField(
