@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 from apps.catalog.cache import catalog_changed
 from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Grant
+from apps.tenancy.services import agent_key_issue
 from tests.agent_tools import SEARCH_ORDERS_DESCRIPTIONS, SEARCH_ORDERS_SCHEMA
 from tests.exports.test_formats import is_object, nodes
 
@@ -243,3 +244,16 @@ def test_a_pinned_grant_exports_the_pinned_version(
     listing = tools(api).json()["tools"][0]
 
     assert (listing["name"], listing["version"]) == ("lookup_thing", 1)
+
+
+@pytest.mark.django_db
+def test_each_agent_sees_only_its_own_grants(api, agent, demo_tools):
+    colleague = type(agent).objects.create(tenant=agent.tenant, name="colleague")
+    other = type(api)()
+    other.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_key_issue(agent=colleague).secret}")
+
+    mine = names(tools(api, format="mcp").json())
+    theirs = names(tools(other, format="mcp").json())
+
+    assert mine == DEMO_NAMES
+    assert theirs == ["request_capability"]

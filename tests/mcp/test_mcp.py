@@ -204,3 +204,32 @@ def test_a_foreign_origin_is_refused(client, key):
     response = rpc(client, "ping", key=key, HTTP_ORIGIN="http://evil.example")
 
     assert response.status_code == 403
+
+
+@pytest.mark.django_db
+def test_older_protocol_versions_are_served_in_their_own_shape(client, key, demo_tools, session_for):
+    session_id = initialize(client, key, version="2025-03-26")["Mcp-Session-Id"]
+    headers = {"HTTP_MCP_PROTOCOL_VERSION": "2025-03-26", "HTTP_X_TOOLHUB_SESSION": session_for("u-1001")}
+
+    listed = rpc(client, "tools/list", key=key, session_id=session_id, **headers).json()["result"]
+    called = rpc(
+        client,
+        "tools/call",
+        {"name": "get_order", "arguments": {"order_id": "ORD-000001"}},
+        key=key,
+        session_id=session_id,
+        rpc_id=2,
+        **headers,
+    ).json()["result"]
+
+    # Fields of later protocol revisions (cache hints, resultType) are not sent to older clients.
+    assert set(listed) == {"tools"}
+    assert [t["name"] for t in listed["tools"]] == [
+        "cancel_order",
+        "get_order",
+        "refund_payment",
+        "search_orders",
+        "request_capability",
+    ]
+    result = types.CallToolResult.model_validate(called)
+    assert result.is_error is False and json.loads(result.content[0].text)["status"] == "ok"
