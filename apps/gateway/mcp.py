@@ -153,7 +153,8 @@ class _Context:
         return self.request.GET.get("phase") or None
 
 
-def _tools_list(ctx: _Context, parsed: types.ListToolsRequest) -> types.ListToolsResult:
+def _tools_list(ctx: _Context) -> types.ListToolsResult:
+    # No pagination: an agent's tool list is small, so no nextCursor is ever sent.
     try:
         export = agent_tool_export(
             tenant_id=ctx.principal.tenant_id,
@@ -217,7 +218,7 @@ def _handle(request: HttpRequest, principal: AgentPrincipal, message: types.JSON
     if message.method == "ping":
         result = types.EmptyResult()
     elif message.method == "tools/list":
-        result = _tools_list(ctx, parsed)
+        result = _tools_list(ctx)
     elif message.method == "tools/call":
         result = _tools_call(ctx, parsed, message.id)
     else:
