@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.common.views import healthz, readyz
+from apps.gateway.mcp import McpView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -10,6 +11,7 @@ urlpatterns = [
     path("api/v1/", include("apps.tenancy.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("mcp", McpView.as_view(), name="mcp"),
     path("demo/", include("apps.demo_shop.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),

@@ -17,9 +17,7 @@ class CapabilityStatus(models.TextChoices):
 class CapabilityRequest(TenantOwnedModel):
     tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=200, help_text="Normalized capability name.")
-    status = models.CharField(
-        max_length=10, choices=CapabilityStatus.choices, default=CapabilityStatus.OPEN
-    )
+    status = models.CharField(max_length=10, choices=CapabilityStatus.choices, default=CapabilityStatus.OPEN)
     fulfilled_by = models.ForeignKey(
         "catalog.Tool", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -31,9 +29,7 @@ class CapabilityRequest(TenantOwnedModel):
 
     class Meta:
         ordering = ["-count"]
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "name"], name="capability_unique_name")
-        ]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="capability_unique_name")]
 
     def __str__(self) -> str:
         return f"{self.name} ×{self.count} ({self.status})"

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 
 from django.db.models import F, Q
 
+from apps.capabilities.builtin import REQUEST_CAPABILITY_SPEC
 from apps.catalog.cache import catalog_generation
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.common.errors import ForbiddenError, InvalidArgsError, UnavailableError
-from apps.gateway.pipeline.resolve import unknown_tool_error
+from apps.gateway.pipeline.resolve import REQUEST_CAPABILITY, unknown_tool_error
 from apps.tenancy.models import Grant, TenantPolicy
 
 from .contracts import PolicySpec, VersionSpec
@@ -33,11 +34,14 @@ class AgentCatalog:
     policies: dict[int | None, PolicySpec] = field(default_factory=dict)
 
     def visible(self, toolset: str | None, phase: str | None) -> dict[str, VersionSpec]:
-        """The callable tools, narrowed to a toolset and phase when given."""
+        """The callable tools, narrowed to a toolset and phase when given (request_capability
+        is in every one)."""
         if not toolset:
             return self.callable
         names = self.toolsets.get(toolset, {}).get(phase or "", frozenset())
-        return {name: spec for name, spec in self.callable.items() if name in names}
+        return {
+            name: spec for name, spec in self.callable.items() if name in names or name == REQUEST_CAPABILITY
+        }
 
     @property
     def prerequisites(self) -> frozenset[str]:
@@ -107,6 +111,9 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
             refused[tool.name] = _unavailable(tool, version)
             continue
         callable_[tool.name] = VersionSpec.from_model(version)
+    # The built-in way out, for every agent; it wins over a catalog tool of the same name.
+    callable_[REQUEST_CAPABILITY] = REQUEST_CAPABILITY_SPEC
+    refused.pop(REQUEST_CAPABILITY, None)
 
     toolsets: dict[str, dict[str, frozenset[str]]] = {}
     for toolset in Toolset.objects.prefetch_related("tools", "phases__tools"):
@@ -145,6 +152,16 @@ def resolve_tool(*, catalog: AgentCatalog, name: str, toolset: str | None, phase
     if name not in catalog.callable and name in catalog.refused:
         raise catalog.refused[name]
     raise unknown_tool_error(name, [(s.tool_name, s.description) for s in visible.values()])
+
+
+def visible_tools(
+    *, tenant_id: int, agent_id: int, toolset: str | None, phase: str | None
+) -> dict[str, VersionSpec]:
+    """What this agent may call now in this toolset and phase; raises InvalidArgsError for an
+    unknown toolset or phase."""
+    catalog = agent_catalog(tenant_id=tenant_id, agent_id=agent_id)
+    _check_toolset(catalog, toolset, phase)
+    return catalog.visible(toolset, phase)
 
 
 def _check_toolset(catalog: AgentCatalog, toolset: str | None, phase: str | None) -> None:

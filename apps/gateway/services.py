@@ -24,6 +24,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from apps.audit.invocation_log import invocation_record
+from apps.capabilities.services import capability_note_unknown_tool
+from apps.catalog.exports import strip_optional_nulls
 from apps.common.errors import (
     IdempotencyConflictError,
     InProgressError,
@@ -32,6 +34,7 @@ from apps.common.errors import (
     ToolHubError,
     ToolTimeoutError,
     UnavailableError,
+    UnknownToolError,
     UpstreamError,
 )
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
@@ -139,7 +142,8 @@ def prepare_call(
     catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
     version = resolve_tool(catalog=catalog, name=call.name, toolset=options.toolset, phase=options.phase)
     context = _context(principal, session, options, catalog.policy_for(version.tool_id), now)
-    arguments = parse_arguments(call.arguments)
+    # Strict exports let models send null for optional fields: null there means "not given".
+    arguments = strip_optional_nulls(parse_arguments(call.arguments), version.parameters)
     validate_arguments(arguments, version)
     normalized = normalize_arguments(arguments, version)
     bound = apply_bindings(normalized.arguments, version, session)
@@ -602,6 +606,8 @@ def invoke_calls(
                 prepare_call(principal=principal, session=session, options=options, call=call, now=now)
             )
         except ToolHubError as error:
+            if isinstance(error, UnknownToolError):
+                capability_note_unknown_tool(principal=principal, options=options, call=call)
             prepared.append(
                 Outcome(call=call, envelope=error.as_envelope(call_id=call.call_id, tool=call.name))
             )

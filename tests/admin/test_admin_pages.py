@@ -102,26 +102,32 @@ def test_a_ledger_entry_shows_its_timeline_and_arguments(world, acme_staff):
     assert LedgerEntry.objects.get(pk=world.acme.entry.pk).state == "intent"
 
 
-def test_curators_set_a_capability_requests_status_only(world, acme_staff):
+def test_capability_requests_change_only_through_the_status_actions(world, acme_staff):
     capability = world.acme.capability
     url = reverse("admin:capabilities_capabilityrequest_change", args=[capability.pk])
 
-    response = acme_staff.post(url, {"status": "planned", "fulfilled_by": "", "decline_reason": "",
-                                     "name": "renamed", "count": 999})
+    acme_staff.post(url, {"status": "planned", "name": "renamed", "count": 999})
+    unchanged = CapabilityRequest.objects.get(pk=capability.pk)
+    acme_staff.post(
+        reverse("admin:capabilities_capabilityrequest_changelist"),
+        {"action": "mark_planned", "_selected_action": [capability.pk]},
+    )
 
-    assert response.status_code == 302
     capability.refresh_from_db()
+    assert (unchanged.status, unchanged.name, unchanged.count) == ("open", "acme_wish", 2)
     assert (capability.status, capability.name, capability.count) == ("planned", "acme_wish", 2)
     assert acme_staff.get(reverse("admin:capabilities_capabilityrequest_add")).status_code == 403
 
 
 def test_a_capability_can_only_be_fulfilled_by_a_visible_tool(world, acme_staff):
-    url = reverse("admin:capabilities_capabilityrequest_change", args=[world.acme.capability.pk])
-
-    response = acme_staff.post(url, {"status": "fulfilled", "fulfilled_by": world.globex.tool.pk})
+    response = acme_staff.post(
+        reverse("admin:capabilities_capabilityrequest_changelist"),
+        {"action": "mark_fulfilled", "_selected_action": [world.acme.capability.pk], "apply": "1",
+         "fulfilled_by": world.globex.tool.pk},
+    )
 
     assert response.status_code == 200
-    assert "fulfilled_by" in response.context["adminform"].form.errors
+    assert "fulfilled_by" in response.context["form"].errors
     assert CapabilityRequest.objects.get(pk=world.acme.capability.pk).status == "open"
 
 

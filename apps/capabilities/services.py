@@ -1,0 +1,165 @@
+"""Writes of the capabilities app: count what agents could not do, and the operators' answer.
+
+Three things are recorded, grouped per tenant under one normalized capability name:
+a `request_capability` call, a call of a tool name the agent cannot see at all
+(`unknown_tool`), and a call of a tool the agent has but not in the current toolset or
+phase (`outside_toolset`). Agent-side recording is analytics: it must never fail a call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from apps.audit.services import audit_record
+from apps.catalog.models import Tool
+from apps.gateway.selectors import agent_catalog
+
+from .models import CapabilityRequest, CapabilityStatus
+
+if TYPE_CHECKING:
+    from apps.gateway.contracts import ToolCall
+    from apps.gateway.services import InvokeOptions
+    from apps.tenancy.authentication import AgentPrincipal
+
+logger = logging.getLogger("toolhub.capabilities")
+
+MAX_SAMPLES = 5
+MAX_NAME_CHARS = 100
+MAX_SAMPLE_TEXT = 500
+
+SOURCE_REQUEST = "request_capability"
+SOURCE_UNKNOWN = "unknown_tool"
+SOURCE_OUTSIDE = "outside_toolset"
+
+
+def capability_name(text: str) -> str:
+    """The grouping key of a capability: snake_case words, e.g. "Export CSV" → "export_csv".
+
+    camelCase is split and every run of other characters becomes one underscore, so
+    `exportOrdersCsv`, "export orders CSV" and `export_orders_csv` count as one.
+    """
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text.strip())
+    name = re.sub(r"[^a-z0-9]+", "_", spaced.lower()).strip("_")
+    return name[:MAX_NAME_CHARS].rstrip("_") or "unnamed"
+
+
+def _clipped(value: Any) -> Any:
+    """A sample value small enough to keep: long text cut, large structures as cut JSON."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_SAMPLE_TEXT else value[: MAX_SAMPLE_TEXT - 1] + "…"
+    if isinstance(value, dict | list):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        return value if len(text) <= MAX_SAMPLE_TEXT else _clipped(text)
+    return value
+
+
+def capability_request_record(
+    *, tenant_id: int, capability: str, sample: dict[str, Any], now: datetime | None = None
+) -> CapabilityRequest:
+    """Count one more request of `capability` in a tenant and keep `sample` among the newest.
+
+    Writes the tenant's CapabilityRequest row for the normalized name (created on first
+    sight, status open) under a row lock, so concurrent requests all count. Raises
+    DatabaseError when the database fails.
+    """
+    name = capability_name(capability)
+    now = now or timezone.now()
+    kept = {"at": now.isoformat(), **{key: _clipped(value) for key, value in sample.items()}}
+    with transaction.atomic():
+        row, created = CapabilityRequest.objects.select_for_update().get_or_create(
+            tenant_id=tenant_id,
+            name=name,
+            defaults={"count": 1, "first_seen": now, "last_seen": now, "samples": [kept]},
+        )
+        if not created:
+            row.count += 1
+            row.last_seen = max(row.last_seen, now)
+            row.samples = [kept, *row.samples][:MAX_SAMPLES]
+            row.save(update_fields=["count", "last_seen", "samples", "updated_at"])
+    return row
+
+
+def capability_note_unknown_tool(
+    *, principal: AgentPrincipal, options: InvokeOptions, call: ToolCall
+) -> None:
+    """Record a call the gateway answered with `unknown_tool` (not on dry runs).
+
+    A name the agent may call elsewhere counts as `outside_toolset`, any other as
+    `unknown_tool`. Reads the agent's catalog; writes one CapabilityRequest row. Never
+    raises: a database failure is logged and the call's envelope goes out unchanged.
+    """
+    if options.dry_run:
+        return
+    try:
+        catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
+        source = SOURCE_OUTSIDE if call.name in catalog.callable else SOURCE_UNKNOWN
+        capability_request_record(
+            tenant_id=principal.tenant_id,
+            capability=call.name,
+            sample={
+                "source": source,
+                "tool": call.name,
+                "agent": principal.agent_name,
+                "task_id": options.task_id,
+                "call_id": call.call_id,
+                "toolset": options.toolset or "",
+                "phase": options.phase or "",
+                "arguments": call.arguments,
+            },
+        )
+    except DatabaseError:
+        logger.exception("could not record the unknown tool %r as a capability request", call.name[:100])
+
+
+def capability_request_set_status(
+    *,
+    request: CapabilityRequest,
+    status: str,
+    actor: str,
+    fulfilled_by: Tool | None = None,
+    reason: str = "",
+) -> CapabilityRequest:
+    """The operators' answer: open (reopen), planned, fulfilled by a tool, declined with a reason.
+
+    Writes the request's status fields and an audit event in one transaction. Raises
+    ValidationError when fulfilled has no tool (or one this tenant cannot see) or declined
+    has no reason.
+    """
+    if status not in CapabilityStatus.values:
+        raise ValidationError(f"Unknown status {status!r}.", code="status")
+    reason = reason.strip()
+    if status == CapabilityStatus.FULFILLED:
+        if fulfilled_by is None:
+            raise ValidationError("Name the tool that now provides this capability.", code="fulfilled_by")
+        if fulfilled_by.tenant_id not in (None, request.tenant_id):
+            raise ValidationError("That tool belongs to another tenant.", code="fulfilled_by")
+    if status == CapabilityStatus.DECLINED and not reason:
+        raise ValidationError("Say why it is declined; agents read the reason.", code="decline_reason")
+    with transaction.atomic():
+        row = CapabilityRequest.objects.select_for_update().get(pk=request.pk)
+        before = row.status
+        row.status = status
+        row.fulfilled_by = fulfilled_by if status == CapabilityStatus.FULFILLED else None
+        row.decline_reason = reason if status == CapabilityStatus.DECLINED else ""
+        row.save(update_fields=["status", "fulfilled_by", "decline_reason", "updated_at"])
+        audit_record(
+            actor=actor,
+            action=f"capability.{status}",
+            target=row,
+            tenant_id=row.tenant_id,
+            note=reason,
+            data={
+                "name": row.name,
+                "from": before,
+                "fulfilled_by": row.fulfilled_by.name if row.fulfilled_by else None,
+            },
+        )
+    return row

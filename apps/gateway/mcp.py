@@ -1,0 +1,322 @@
+"""`/mcp`: the Model Context Protocol over Streamable HTTP: initialize, ping, tools/list, tools/call.
+
+Why not the SDK's server transport: `mcp.server.streamable_http_manager` is a Starlette
+(ASGI) app whose session manager needs a task group running for the life of the process.
+ToolHub runs under WSGI (gunicorn sync workers), where nothing hosts that loop, and every
+tools/call has to go through the synchronous pipeline (invoke_calls) anyway. So this is a
+small stateless JSON-RPC handler, but every message is parsed, and every result shaped,
+with the SDK's own pydantic types and per-version surfaces (`mcp_types.methods`): what goes
+on the wire is exactly what the SDK's client and server expect for the negotiated version.
+
+Behaviour (Streamable HTTP, JSON response mode):
+- POST carries one JSON-RPC message. A request is answered in the body; a notification or
+  response gets 202. GET and DELETE answer 405: no server-initiated stream, no state.
+- Auth: the agent key as `Authorization: Bearer`; the end user's session token in
+  `X-ToolHub-Session`, exactly as on the REST API. Host (and Origin, when sent) must be an
+  allowed host, against DNS rebinding.
+- `initialize` returns an `Mcp-Session-Id` that is signed, not stored: it carries the
+  agent, the negotiated protocol version and a random id. That id is the default task of
+  the connection (loop detection, budgets, write idempotency) unless `X-ToolHub-Task` names
+  one; each call's id is `mcp-<session>-<JSON-RPC id>`, unique within the connection.
+- `?toolset=&phase=` on the endpoint URL narrow tools/list and tools/call like the REST API.
+- tools/call runs through invoke_calls; the envelope comes back as JSON text content and
+  as structuredContent, with `isError: true` for error envelopes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp_types as types
+from django.conf import settings
+from django.core import signing
+from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.request import validate_host
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+from mcp_types import methods as surfaces
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from pydantic import BaseModel, ValidationError
+from rest_framework.exceptions import AuthenticationFailed
+
+from apps.common.errors import InternalError, ToolHubError
+from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
+
+from .api.adapters import envelope_text
+from .contracts import ToolCall
+from .services import InvokeOptions, invoke_calls
+from .tool_exports import agent_tool_export
+
+logger = logging.getLogger("toolhub.mcp")
+
+SESSION_ID_HEADER = "Mcp-Session-Id"
+PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
+TASK_HEADER = "X-ToolHub-Task"
+TOOLHUB_SESSION_HEADER = "X-ToolHub-Session"
+_SALT = "toolhub.mcp.session.v1"
+
+SERVER_INFO = types.Implementation(name="toolhub", title="ToolHub", version="1.0.0")
+INSTRUCTIONS = (
+    "Every tool call goes through ToolHub's governance. A result is a JSON envelope: status ok or "
+    "empty carries data or its meaning; status error says the kind, whether retrying can help "
+    "(recoverable), and a hint with what to do next. If no tool fits, call request_capability and "
+    "tell the user you cannot do it yet."
+)
+
+
+@dataclass(frozen=True)
+class McpSession:
+    agent_id: int
+    version: str
+    nonce: str
+
+
+class McpError(Exception):
+    """A JSON-RPC error answer, with the HTTP status it goes out with."""
+
+    def __init__(self, code: int, message: str, *, status: int = 200, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.status, self.data = code, message, status, data
+
+
+def _session_id(*, principal: AgentPrincipal, version: str) -> str:
+    payload = {"a": principal.agent_id, "v": version, "n": secrets.token_hex(8)}
+    return signing.dumps(payload, salt=_SALT, compress=True)
+
+
+def _session(request: HttpRequest, principal: AgentPrincipal) -> McpSession:
+    value = request.headers.get(SESSION_ID_HEADER)
+    if not value:
+        raise McpError(
+            types.INVALID_REQUEST, f"Missing {SESSION_ID_HEADER}: send initialize first.", status=400
+        )
+    try:
+        payload = signing.loads(value, salt=_SALT)
+        session = McpSession(agent_id=int(payload["a"]), version=str(payload["v"]), nonce=str(payload["n"]))
+    except (signing.BadSignature, KeyError, TypeError, ValueError):
+        session = None
+    if session is None or session.agent_id != principal.agent_id:
+        raise McpError(types.INVALID_REQUEST, "Unknown MCP session: send initialize again.", status=404)
+    return session
+
+
+def _protocol_version(request: HttpRequest, session: McpSession) -> str:
+    version = request.headers.get(PROTOCOL_VERSION_HEADER) or session.version
+    if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        raise McpError(
+            types.INVALID_REQUEST,
+            f"Unsupported {PROTOCOL_VERSION_HEADER} {version[:40]!r}; supported: "
+            f"{', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}.",
+            status=400,
+        )
+    return version
+
+
+def _parse(method: str, version: str, params: dict[str, Any] | None) -> Any:
+    """The request as the SDK's model for this protocol version."""
+    try:
+        return surfaces.parse_client_request(method, version, params)
+    except KeyError:
+        raise McpError(types.METHOD_NOT_FOUND, f"Method not found: {method[:100]}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        raise McpError(types.INVALID_PARAMS, f"Invalid params for {method}: {problems}") from None
+
+
+def _shaped(method: str, version: str, result: BaseModel) -> dict[str, Any]:
+    """A result as the negotiated version's schema has it (later-version fields dropped)."""
+    return surfaces.serialize_server_result(
+        method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    request: HttpRequest
+    principal: AgentPrincipal
+    session: McpSession
+
+    @property
+    def toolset(self) -> str | None:
+        return self.request.GET.get("toolset") or None
+
+    @property
+    def phase(self) -> str | None:
+        return self.request.GET.get("phase") or None
+
+
+def _tools_list(ctx: _Context) -> types.ListToolsResult:
+    # No pagination: an agent's tool list is small, so no nextCursor is ever sent.
+    try:
+        export = agent_tool_export(
+            tenant_id=ctx.principal.tenant_id,
+            agent_id=ctx.principal.agent_id,
+            fmt="mcp",
+            toolset=ctx.toolset,
+            phase=ctx.phase,
+        )
+    except ToolHubError as error:
+        raise McpError(
+            types.INVALID_PARAMS, f"{error.message} {error.hint}", data=error.as_envelope()
+        ) from None
+    return types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in export.tools])
+
+
+def _tools_call(
+    ctx: _Context, parsed: types.CallToolRequest, rpc_id: types.RequestId
+) -> types.CallToolResult:
+    task_id = ctx.request.headers.get(TASK_HEADER) or f"mcp-{ctx.session.nonce}"
+    call = ToolCall(
+        call_id=f"mcp-{ctx.session.nonce}-{rpc_id}"[:200],
+        name=parsed.params.name,
+        arguments=parsed.params.arguments or {},
+    )
+    envelope = invoke_calls(
+        principal=ctx.principal,
+        session_token=ctx.request.headers.get(TOOLHUB_SESSION_HEADER),
+        options=InvokeOptions(task_id=task_id[:200], toolset=ctx.toolset, phase=ctx.phase),
+        calls=[call],
+    )[0]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=envelope_text(envelope))],
+        structured_content=envelope,
+        is_error=envelope["status"] == "error",
+    )
+
+
+def _initialize(principal: AgentPrincipal, message: types.JSONRPCRequest) -> JsonResponse:
+    requested = (message.params or {}).get("protocolVersion")
+    version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    _parse("initialize", version, message.params)
+    result = types.InitializeResult(
+        protocol_version=version,
+        capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
+        server_info=SERVER_INFO,
+        instructions=INSTRUCTIONS,
+    )
+    response = _result(message.id, _shaped("initialize", version, result))
+    response[SESSION_ID_HEADER] = _session_id(principal=principal, version=version)
+    return response
+
+
+def _handle(request: HttpRequest, principal: AgentPrincipal, message: types.JSONRPCRequest) -> JsonResponse:
+    if message.method == "initialize":
+        return _initialize(principal, message)
+    session = _session(request, principal)
+    version = _protocol_version(request, session)
+    parsed = _parse(message.method, version, message.params)
+    ctx = _Context(request=request, principal=principal, session=session)
+    result: BaseModel
+    if message.method == "ping":
+        result = types.EmptyResult()
+    elif message.method == "tools/list":
+        result = _tools_list(ctx)
+    elif message.method == "tools/call":
+        result = _tools_call(ctx, parsed, message.id)
+    else:
+        raise McpError(
+            types.METHOD_NOT_FOUND, f"Method not found: {message.method[:100]} (ToolHub serves tools)."
+        )
+    return _result(message.id, _shaped(message.method, version, result))
+
+
+def _result(rpc_id: types.RequestId, result: dict[str, Any]) -> JsonResponse:
+    return JsonResponse(
+        types.JSONRPCResponse(jsonrpc="2.0", id=rpc_id, result=result).model_dump(by_alias=True)
+    )
+
+
+def _error(
+    rpc_id: types.RequestId | None, error: McpError, headers: dict[str, str] | None = None
+) -> JsonResponse:
+    body = types.JSONRPCError(
+        jsonrpc="2.0",
+        id=rpc_id,
+        error=types.ErrorData(code=error.code, message=error.message, data=error.data),
+    )
+    # JSON-RPC keeps "id": null for an error that cannot name its request.
+    wire = {**body.model_dump(by_alias=True, exclude_none=True), "id": rpc_id}
+    return JsonResponse(wire, status=error.status, headers=headers)
+
+
+def _origin_allowed(request: HttpRequest) -> bool:
+    origin = request.headers.get("Origin")
+    return not origin or validate_host(urlsplit(origin).hostname or "", settings.ALLOWED_HOSTS)
+
+
+def _message(request: HttpRequest) -> types.JSONRPCMessage:
+    try:
+        raw = json.loads(request.body)
+    except RequestDataTooBig:
+        raise McpError(
+            types.INVALID_REQUEST, "The request body is larger than this server accepts.", status=413
+        ) from None
+    except ValueError:
+        raise McpError(types.PARSE_ERROR, "The body is not JSON.", status=400) from None
+    if isinstance(raw, list):
+        raise McpError(
+            types.INVALID_REQUEST,
+            "Send one JSON-RPC message per POST; batches are not supported.",
+            status=400,
+        )
+    try:
+        return types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+    except ValidationError:
+        raise McpError(types.INVALID_REQUEST, "The body is not a JSON-RPC 2.0 message.", status=400) from None
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class McpView(View):
+    http_method_names = ["post", "get", "delete"]
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        # No server-initiated messages: the spec's answer is 405 for the GET stream.
+        return HttpResponse(status=405, headers={"Allow": "POST"})
+
+    delete = get
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        if not _origin_allowed(request):
+            return _error(None, McpError(types.INVALID_REQUEST, "Origin not allowed.", status=403))
+        try:
+            authenticated = AgentKeyAuthentication().authenticate(request)
+        except AuthenticationFailed as exc:
+            authenticated, failure = None, str(exc.detail)
+        else:
+            failure = "Send 'Authorization: Bearer <agent key>'."
+        if authenticated is None:
+            return _error(
+                None,
+                McpError(types.INVALID_REQUEST, f"Unauthorized: {failure}", status=401),
+                headers={"WWW-Authenticate": 'Bearer realm="toolhub"'},
+            )
+        principal = authenticated[0]
+        rpc_id: types.RequestId | None = None
+        try:
+            message = _message(request)
+            if not isinstance(message, types.JSONRPCRequest):
+                return HttpResponse(status=202)
+            rpc_id = message.id
+            return _handle(request, principal, message)
+        except McpError as error:
+            return _error(rpc_id, error)
+        except DatabaseError:
+            logger.exception("database unavailable during an MCP request")
+            error = McpError(
+                types.INTERNAL_ERROR,
+                "ToolHub cannot reach its database, so nothing was run; try again in a few seconds.",
+                status=503,
+            )
+            return _error(rpc_id, error, headers={"Retry-After": "5"})
+        except Exception:
+            internal = InternalError()
+            logger.exception("internal error %s in an MCP request", internal.error_id)
+            return _error(rpc_id, McpError(types.INTERNAL_ERROR, internal.message, status=500))
