@@ -122,6 +122,9 @@ cat <<BANNER
  Demo credentials derive from SECRET_KEY: set SECRET_KEY (and TOOLHUB_ADMIN_PASSWORD)
  in .env before exposing this anywhere. Ctrl-C stops everything.
 ================================================================================
+ADMIN_USER=${admin_user}
+ADMIN_PASSWORD=${admin_password}
+AGENT_KEY=${agent_key}
 
 BANNER
 
