@@ -271,6 +271,12 @@ class ObjectButton:
     text_field: str = ""
     text_placeholder: str = ""
     confirm: str = ""
+    # A form of its own in the page's action panel rather than a button in the top bar:
+    # a required note (for the audit log) and optionally one more multi-line input.
+    note_required: bool = False
+    extra_field: str = ""
+    extra_label: str = ""
+    help: str = ""
 
 
 class ObjectButtonsMixin:
@@ -309,5 +315,9 @@ class ObjectButtonsMixin:
     ) -> HttpResponse:
         obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
         buttons = self.object_buttons(request, obj) if obj else []
-        context = {"toolhub_buttons": buttons, **(extra_context or {})}
+        context = {
+            "toolhub_buttons": [b for b in buttons if not b.note_required],
+            "toolhub_panel_buttons": [b for b in buttons if b.note_required],
+            **(extra_context or {}),
+        }
         return super().change_view(request, object_id, form_url, context)  # type: ignore[misc]

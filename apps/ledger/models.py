@@ -74,6 +74,18 @@ class LedgerEntry(TenantOwnedModel):
         return f"{self.tool_id}:{self.task_id}/{self.call_id} [{self.state}]"
 
 
+class TriageEntry(LedgerEntry):
+    """The triage queue: unknown entries reconciliation gave up on, for a person to settle.
+
+    A proxy so that the queue is its own admin page with its own view permission.
+    """
+
+    class Meta:
+        proxy = True
+        verbose_name = "triage entry"
+        verbose_name_plural = "triage queue"
+
+
 class LedgerEvent(models.Model):
     """One transition of an entry: from, to, who or what made it, when, and why."""
 
@@ -142,3 +154,12 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"approval of {self.entry_id} ({self.status})"
+
+
+class PendingApproval(Approval):
+    """Calls waiting for an operator's decision: a proxy, so they are their own admin page."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "pending approval"
+        verbose_name_plural = "pending approvals"
