@@ -167,6 +167,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
 
+# Lint of tool definitions (apps/catalog/lint.py): a toolset above either limit is flagged.
+TOOLHUB_LINT_MAX_TOOLSET_TOOLS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOOLS", default=12)
+TOOLHUB_LINT_MAX_TOOLSET_TOKENS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOKENS", default=4000)
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
 TOOLHUB_RECONCILE_BACKOFF_S = [float(s) for s in env.list("TOOLHUB_RECONCILE_BACKOFF_S", default=[10, 30, 120, 600, 1800])]
 # An executing entry is declared unknown this long after its tool's timeout.
