@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
@@ -26,6 +28,19 @@ def tools_visible_to_tenant(*, tenant: Tenant | int) -> QuerySet[Tool]:
     """The shared catalog (tools without a tenant) plus the tenant's own tools."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
     return Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id))
+
+
+def version_previous(*, version: ToolVersion) -> ToolVersion | None:
+    """The version of the same tool numbered just below this one, or None."""
+    return (
+        ToolVersion.objects.filter(tool_id=version.tool_id, number__lt=version.number)
+        .select_related("tool").order_by("-number").first()
+    )
+
+
+def version_content(version: ToolVersion) -> dict[str, Any]:
+    """What a version promises (its content fields), for comparing two versions."""
+    return {f: getattr(version, f) for f in ToolVersion.CONTENT_FIELDS if f not in ("tool_id", "number")}
 
 
 def lint_definition(version: ToolVersion) -> ToolDefinition:

@@ -127,6 +127,26 @@ class ToolHubAdmin(admin.ModelAdmin):
     list_per_page = 50
 
 
+class ExactSearchMixin:
+    """Search of a big table: exact matches on indexed text columns, never a LIKE '%…%' scan."""
+
+    exact_search_fields: tuple[str, ...] = ()
+
+    def get_search_fields(self, request: HttpRequest) -> Sequence[str]:
+        return self.exact_search_fields
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        matches = Q()
+        for field in self.exact_search_fields:
+            matches |= Q(**{field: term})
+        return queryset.filter(matches), False
+
+
 class ReadOnlyAdminMixin:
     """For records nobody edits in the admin (ledger, audit, invocation log): view only,
     also for superusers."""

@@ -19,13 +19,15 @@ from apps.catalog.models import Tool
 
 from .admin import admin_scope, restrict_to_scope
 
-# parameter value → (label, lower bound of the age or None, upper bound or None)
-_AGES: dict[str, tuple[str, timedelta | None, timedelta | None]] = {
-    "1h": ("less than an hour", None, timedelta(hours=1)),
-    "1d": ("less than a day", None, timedelta(days=1)),
-    "7d": ("less than a week", None, timedelta(days=7)),
-    "gt1d": ("more than a day", timedelta(days=1), None),
-    "gt7d": ("more than a week", timedelta(days=7), None),
+# parameter value → (label, least age or None, greatest age or None): the recent windows the
+# dashboard links to, and the disjoint age buckets of its unknown entries.
+AGES: dict[str, tuple[str, timedelta | None, timedelta | None]] = {
+    "1h": ("last hour", None, timedelta(hours=1)),
+    "1d": ("last 24 hours", None, timedelta(days=1)),
+    "7d": ("last 7 days", None, timedelta(days=7)),
+    "1h-1d": ("1 hour to 1 day old", timedelta(hours=1), timedelta(days=1)),
+    "1d-7d": ("1 to 7 days old", timedelta(days=1), timedelta(days=7)),
+    "gt7d": ("more than 7 days old", timedelta(days=7), None),
 }
 
 
@@ -37,12 +39,12 @@ class AgeFilter(admin.SimpleListFilter):
     date_field = "created_at"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(value, label) for value, (label, _, _) in _AGES.items()]
+        return [(value, label) for value, (label, _, _) in AGES.items()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() not in _AGES:
+        if self.value() not in AGES:
             return queryset
-        _, older_than, younger_than = _AGES[self.value()]
+        _, older_than, younger_than = AGES[self.value()]
         now = timezone.now()
         if older_than is not None:
             queryset = queryset.filter(**{f"{self.date_field}__lt": now - older_than})

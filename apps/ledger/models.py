@@ -62,6 +62,10 @@ class LedgerEntry(TenantOwnedModel):
             models.Index(fields=["state", "created_at"], name="ledger_state_age"),
             models.Index(fields=["tenant", "state", "created_at"], name="ledger_tenant_state_age"),
             models.Index(fields=["state", "next_check_at"], name="ledger_due_checks"),
+            # The admin's filters and search, on millions of rows (docs/performance.md).
+            models.Index(fields=["tenant", "-created_at"], name="ledger_tenant_recent"),
+            models.Index(fields=["tool", "-created_at"], name="ledger_tool_recent"),
+            models.Index(fields=["task_id"], name="ledger_task"),
             models.Index(
                 fields=["triage_since"],
                 name="ledger_triage_queue",

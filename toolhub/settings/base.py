@@ -20,7 +20,8 @@ SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-" + "x" *
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin with ToolHub's site: the dashboard and the branding.
+    "apps.dashboards.apps.ToolHubAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -96,6 +97,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# The admin's stylesheet and the vendored chart library (no CDN: static/vendor/).
+STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # Bodies over this size answer 413 before anything is parsed.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("TOOLHUB_MAX_BODY_BYTES", default=1_048_576)
