@@ -53,6 +53,7 @@ class InvocationAdmin(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
                    AgeFilter, "dry_run", ("tenant", admin.RelatedFieldListFilter))
     exact_search_fields = ("task_id", "call_id")
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan of the table each
     paginator = EstimatedCountPaginator
     ordering = ("-created_at",)
     fields = ("created_at", "tenant", "agent", "task_id", "call_id", "tool_name", "version_number", "status",

@@ -33,6 +33,8 @@ WINDOWS: dict[str, tuple[timedelta, Any]] = {
     "7d": (timedelta(days=7), TruncHour),
 }
 UNKNOWN_AGE_BUCKETS = ("1h", "1h-1d", "1d-7d", "gt7d")
+# Stacking order of the calls chart: good outcomes at the bottom, errors on top.
+STATUS_ORDER = ("ok", "empty", "accepted", "pending_approval", "error")
 TOP = 8
 
 
@@ -130,7 +132,7 @@ def _calls_over_time(overview: Overview, calls: QuerySet, bucket: Any) -> None:
         if row["status"] == "error":
             overview.errors_total += row["n"]
     overview.calls_over_time = [by_bucket[b] for b in sorted(by_bucket)]
-    overview.statuses = sorted(statuses)
+    overview.statuses = sorted(statuses, key=lambda s: (STATUS_ORDER.index(s) if s in STATUS_ORDER else 9, s))
 
 
 def _latency_per_tool(calls: QuerySet) -> list[ToolLatency]:

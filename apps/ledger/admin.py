@@ -104,6 +104,7 @@ class LedgerAdminBase(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
 
     list_select_related = ("tenant", "agent", "tool", "version")
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan of the table each
     paginator = EstimatedCountPaginator
     exact_search_fields = ("key", "task_id")
     inlines = (ReconcileAttemptInline, LedgerEventInline)
@@ -160,6 +161,10 @@ class TriageEntryAdmin(ObjectButtonsMixin, LedgerAdminBase):
               "call_id", "key", "arguments_json", "attempts", "triage_since", "created_at", "settled_at",
               "result_json", "error_json", "invocations_link")
     readonly_fields = fields
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+        title = "Triage queue: unknown outcomes reconciliation could not settle, oldest first"
+        return super().changelist_view(request, {"title": title, **(extra_context or {})})
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return restrict_to_scope(
