@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
+from playwright.sync_api import expect
 
 import tests.gateway.callables  # noqa: F401  (registers the tests.echo executor)
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
@@ -100,7 +101,7 @@ def test_a_curator_and_an_operator_at_work(live_server, page):
     lint = page.locator("#lint")
     assert "1 error" in lint.inner_text()
     assert "parameters/properties/sql" in lint.inner_text()
-    assert page.locator(".errornote", has_text="Publishing is blocked").is_visible()
+    expect(page.locator(".errornote", has_text="Publishing is blocked")).to_be_visible()
 
     # fix it: the finding goes away; publish
     _set_json(page, "#id_parameters", GOOD_SCHEMA)
@@ -108,7 +109,7 @@ def test_a_curator_and_an_operator_at_work(live_server, page):
     assert "No findings" in page.locator("#lint").inner_text()
     page.fill("form[action$='/do/publish/'] input[name=note]", "first release")
     page.click("form[action$='/do/publish/'] button")
-    assert page.locator(".messagelist .success", has_text="Published find_things v1.").is_visible()
+    expect(page.locator(".messagelist .success", has_text="Published find_things v1.")).to_be_visible()
     assert ToolVersion.objects.get(tool=tool).status == VersionStatus.PUBLISHED
 
     # try it as the tenant's agent: the envelope the model would read
@@ -135,7 +136,7 @@ def test_a_curator_and_an_operator_at_work(live_server, page):
     page.fill("#settle-committed-result", '{"refund_id": "re_77"}')
     page.fill("#settle-committed-note", "Found re_77 in the provider's dashboard.")
     page.click("#action-settle-committed button")
-    assert page.locator(".messagelist .success", has_text="Settled as committed.").is_visible()
+    expect(page.locator(".messagelist .success", has_text="Settled as committed.")).to_be_visible()
     stuck.refresh_from_db()
     assert stuck.state == LedgerState.COMMITTED and stuck.result == {"refund_id": "re_77"}
 
@@ -145,7 +146,7 @@ def test_a_curator_and_an_operator_at_work(live_server, page):
     page.get_by_text("order 9").first.wait_for()
     page.fill("#approve-note", "Customer confirmed by phone.")
     page.click("#action-approve button")
-    assert page.locator(".messagelist .success", has_text="The call is approved.").is_visible()
+    expect(page.locator(".messagelist .success", has_text="The call is approved.")).to_be_visible()
     approval.refresh_from_db()
     assert approval.status == "approved" and approval.decided_by == "admin:admin"
-    assert page.locator(".field-decided_by", has_text="admin:admin").is_visible()
+    expect(page.locator(".field-decided_by", has_text="admin:admin")).to_be_visible()
