@@ -52,6 +52,11 @@ class Invocation(models.Model):
             models.Index(fields=["tool_name", "-created_at"], name="invocation_tool_recent"),
             models.Index(fields=["status", "kind", "-created_at"], name="invocation_outcome"),
             models.Index(fields=["tenant", "task_id"], name="invocation_task"),
+            # The admin's filters, search and dashboard windows, on millions of rows
+            # (docs/performance.md).
+            models.Index(fields=["-created_at"], name="invocation_recent"),
+            models.Index(fields=["kind", "-created_at"], name="invocation_kind_recent"),
+            models.Index(fields=["task_id"], name="invocation_task_id"),
         ]
 
     def __str__(self) -> str:

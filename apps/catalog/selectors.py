@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from apps.tenancy.models import Tenant
 
-from .models import Tool, ToolVersion, VersionStatus
+from .lint import Finding, ToolDefinition, lint_tool, lint_toolset, sorted_findings
+from .models import Tool, Toolset, ToolVersion, VersionStatus
+from .previews import token_estimator
 
 
 def version_latest_published(*, tool: Tool) -> ToolVersion | None:
@@ -23,3 +28,89 @@ def tools_visible_to_tenant(*, tenant: Tenant | int) -> QuerySet[Tool]:
     """The shared catalog (tools without a tenant) plus the tenant's own tools."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
     return Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id))
+
+
+def version_previous(*, version: ToolVersion) -> ToolVersion | None:
+    """The version of the same tool numbered just below this one, or None."""
+    return (
+        ToolVersion.objects.filter(tool_id=version.tool_id, number__lt=version.number)
+        .select_related("tool").order_by("-number").first()
+    )
+
+
+def version_content(version: ToolVersion) -> dict[str, Any]:
+    """What a version promises (its content fields), for comparing two versions."""
+    return {f: getattr(version, f) for f in ToolVersion.CONTENT_FIELDS if f not in ("tool_id", "number")}
+
+
+def lint_definition(version: ToolVersion) -> ToolDefinition:
+    """What lint reads of one version."""
+    return ToolDefinition(
+        name=version.tool.name,
+        description=version.description,
+        parameters=version.parameters,
+        strict=version.strict,
+        side_effect=version.side_effect,
+        executor=version.executor,
+        executor_config=version.executor_config,
+        timeout_s=version.timeout_s,
+        context_bindings=version.context_bindings,
+        number=version.number,
+    )
+
+
+def _current_definitions(tools: QuerySet[Tool]) -> dict[int, ToolDefinition]:
+    """The latest published version of each tool, by tool id: what models see today."""
+    definitions: dict[int, ToolDefinition] = {}
+    for version in (
+        ToolVersion.objects.filter(tool__in=tools, status=VersionStatus.PUBLISHED)
+        .select_related("tool")
+        .order_by("tool_id", "-number")
+    ):
+        definitions.setdefault(version.tool_id, lint_definition(version))
+    return definitions
+
+
+def _neighbours(tool: Tool) -> QuerySet[Tool]:
+    """Tools a model may see beside `tool`: its tenant's and the shared ones (all for a shared tool)."""
+    return tools_visible_to_tenant(tenant=tool.tenant_id) if tool.tenant_id else Tool.objects.all()
+
+
+def _toolset_findings(toolsets: QuerySet[Toolset], replace: ToolVersion | None = None) -> list[Finding]:
+    estimate = token_estimator()
+    findings: list[Finding] = []
+    for toolset in toolsets.prefetch_related("tools"):
+        definitions = _current_definitions(toolset.tools.all())
+        if replace is not None:
+            definitions[replace.tool_id] = lint_definition(replace)
+        findings += lint_toolset(
+            toolset.name, list(definitions.values()),
+            max_tools=settings.TOOLHUB_LINT_MAX_TOOLSET_TOOLS,
+            max_tokens=settings.TOOLHUB_LINT_MAX_TOOLSET_TOKENS,
+            tokens_of=estimate,
+        )
+    return findings
+
+
+def version_findings(*, version: ToolVersion) -> list[Finding]:
+    """Lint of one version against the tools beside it, and of the toolsets its tool is in
+    (counted with this version in place of the tool's published one)."""
+    others = _current_definitions(_neighbours(version.tool).exclude(pk=version.tool_id))
+    findings = lint_tool(lint_definition(version), others=list(others.values()))
+    return sorted_findings([*findings, *_toolset_findings(version.tool.toolsets.all(), replace=version)])
+
+
+def catalog_findings(*, tenant_id: int | None = None) -> list[Finding]:
+    """Lint of every draft and published version (of one tenant's visible tools when given),
+    and of every toolset (unscoped only: toolsets span tenants)."""
+    tools = tools_visible_to_tenant(tenant=tenant_id) if tenant_id else Tool.objects.all()
+    current = _current_definitions(Tool.objects.all())
+    findings: list[Finding] = []
+    for version in ToolVersion.objects.filter(
+        tool__in=tools, status__in=[VersionStatus.DRAFT, VersionStatus.PUBLISHED]
+    ).select_related("tool"):
+        neighbours = [d for tool_id, d in current.items() if tool_id != version.tool_id]
+        findings += lint_tool(lint_definition(version), others=neighbours)
+    if tenant_id is None:
+        findings += _toolset_findings(Toolset.objects.all())
+    return sorted_findings(findings)

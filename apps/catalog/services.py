@@ -17,6 +17,7 @@ from apps.tenancy.models import Grant
 
 from .cache import catalog_changed
 from .models import Tool, Toolset, ToolVersion, VersionStatus
+from .selectors import version_findings
 
 # What a curator writes in a draft; number, status and timestamps are the services' job.
 DRAFT_FIELDS = tuple(f for f in ToolVersion.CONTENT_FIELDS if f not in ("tool_id", "number")) + (
@@ -152,16 +153,30 @@ def _version_transition(
 def version_publish(*, version: ToolVersion, actor: str, note: str = "") -> ToolVersion:
     """Draft → published: the version becomes callable and never changes again.
 
-    Re-validates a draft's definition first (ValidationError by field); refuses non-drafts.
+    Re-validates a draft's definition first (ValidationError by field) and refuses it while
+    lint finds errors in it (apps/catalog/lint.py); refuses non-drafts.
     Writes the status, `published_at` and an audit event; invalidates the catalog caches
     once committed.
     """
     stored = ToolVersion.objects.select_related("tool").filter(pk=version.pk).first()
     if stored is not None and stored.status == VersionStatus.DRAFT:
         stored.full_clean()
+        _refuse_lint_errors(stored)
     return _version_transition(
         version=version, to=VersionStatus.PUBLISHED, actor=actor, note=note, published_at=timezone.now()
     )
+
+
+def _refuse_lint_errors(version: ToolVersion) -> None:
+    errors = [f for f in version_findings(version=version) if f.is_error]
+    if errors:
+        listed = " ".join(f"{f.field}: {f.fix}" for f in errors)
+        raise ValidationError(
+            f"{version.tool.name} v{version.number} cannot be published: lint found "
+            f"{len(errors)} error{'s' if len(errors) > 1 else ''}. {listed} "
+            "Fix the draft and publish again.",
+            code="lint",
+        )
 
 
 def version_deprecate(*, version: ToolVersion, actor: str, note: str = "") -> ToolVersion:

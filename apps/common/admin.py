@@ -127,6 +127,26 @@ class ToolHubAdmin(admin.ModelAdmin):
     list_per_page = 50
 
 
+class ExactSearchMixin:
+    """Search of a big table: exact matches on indexed text columns, never a LIKE '%…%' scan."""
+
+    exact_search_fields: tuple[str, ...] = ()
+
+    def get_search_fields(self, request: HttpRequest) -> Sequence[str]:
+        return self.exact_search_fields
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        matches = Q()
+        for field in self.exact_search_fields:
+            matches |= Q(**{field: term})
+        return queryset.filter(matches), False
+
+
 class ReadOnlyAdminMixin:
     """For records nobody edits in the admin (ledger, audit, invocation log): view only,
     also for superusers."""
@@ -271,6 +291,12 @@ class ObjectButton:
     text_field: str = ""
     text_placeholder: str = ""
     confirm: str = ""
+    # A form of its own in the page's action panel rather than a button in the top bar:
+    # a required note (for the audit log) and optionally one more multi-line input.
+    note_required: bool = False
+    extra_field: str = ""
+    extra_label: str = ""
+    help: str = ""
 
 
 class ObjectButtonsMixin:
@@ -309,5 +335,9 @@ class ObjectButtonsMixin:
     ) -> HttpResponse:
         obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
         buttons = self.object_buttons(request, obj) if obj else []
-        context = {"toolhub_buttons": buttons, **(extra_context or {})}
+        context = {
+            "toolhub_buttons": [b for b in buttons if not b.note_required],
+            "toolhub_panel_buttons": [b for b in buttons if b.note_required],
+            **(extra_context or {}),
+        }
         return super().change_view(request, object_id, form_url, context)  # type: ignore[misc]

@@ -62,6 +62,10 @@ class LedgerEntry(TenantOwnedModel):
             models.Index(fields=["state", "created_at"], name="ledger_state_age"),
             models.Index(fields=["tenant", "state", "created_at"], name="ledger_tenant_state_age"),
             models.Index(fields=["state", "next_check_at"], name="ledger_due_checks"),
+            # The admin's filters and search, on millions of rows (docs/performance.md).
+            models.Index(fields=["tenant", "-created_at"], name="ledger_tenant_recent"),
+            models.Index(fields=["tool", "-created_at"], name="ledger_tool_recent"),
+            models.Index(fields=["task_id"], name="ledger_task"),
             models.Index(
                 fields=["triage_since"],
                 name="ledger_triage_queue",
@@ -72,6 +76,18 @@ class LedgerEntry(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.tool_id}:{self.task_id}/{self.call_id} [{self.state}]"
+
+
+class TriageEntry(LedgerEntry):
+    """The triage queue: unknown entries reconciliation gave up on, for a person to settle.
+
+    A proxy so that the queue is its own admin page with its own view permission.
+    """
+
+    class Meta:
+        proxy = True
+        verbose_name = "triage entry"
+        verbose_name_plural = "triage queue"
 
 
 class LedgerEvent(models.Model):
@@ -142,3 +158,12 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"approval of {self.entry_id} ({self.status})"
+
+
+class PendingApproval(Approval):
+    """Calls waiting for an operator's decision: a proxy, so they are their own admin page."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "pending approval"
+        verbose_name_plural = "pending approvals"

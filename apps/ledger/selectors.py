@@ -1,12 +1,27 @@
-"""Reads of the ledger; every one takes the tenant."""
+"""Reads of the ledger. Those for agents take the tenant; the operators' queues span tenants
+and are narrowed to a staff user's tenant by the admin."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .models import LedgerEntry
+from django.db.models import QuerySet
+
+from .models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 
 
 def ledger_entry_get(*, tenant_id: int, pk: Any) -> LedgerEntry | None:
     """One entry of this tenant, or None (another tenant's entry looks like a missing one)."""
     return LedgerEntry.objects.for_tenant(tenant_id).select_related("tool", "version").filter(pk=pk).first()
+
+
+def triage_queue() -> QuerySet[LedgerEntry]:
+    """Unknown entries reconciliation gave up on, oldest in the queue first (all tenants)."""
+    return LedgerEntry.objects.filter(state=LedgerState.UNKNOWN, triage_since__isnull=False).order_by(
+        "triage_since"
+    )
+
+
+def approvals_pending() -> QuerySet[Approval]:
+    """Approvals still waiting for a decision (all tenants), the soonest to expire first."""
+    return Approval.objects.filter(status=ApprovalStatus.PENDING).order_by("expires_at")

@@ -23,6 +23,9 @@ from apps.tenancy.services import agent_key_issue
 from tests.catalog.factories import published
 from tests.factories import AgentFactory, TenantFactory, ToolFactory
 
+# The invoke API's fixtures, for admin tests that drive real calls (triage, approvals).
+from tests.gateway.conftest import _reset_runs, agent, api, publish_tool, session_for  # noqa: F401
+
 APPS = ["tenancy", "catalog", "ledger", "audit", "capabilities", "demo_shop"]
 
 
@@ -43,24 +46,24 @@ class TenantWorld:
 def build_tenant_world(slug: str) -> TenantWorld:
     """One tenant's rows; every name, task and subject starts with the slug."""
     tenant = TenantFactory(slug=slug)
-    agent = AgentFactory(tenant=tenant, name=f"{slug}-bot")
-    key = agent_key_issue(agent=agent, label=f"{slug}-key").key
+    bot = AgentFactory(tenant=tenant, name=f"{slug}-bot")
+    key = agent_key_issue(agent=bot, label=f"{slug}-key").key
     tool = ToolFactory(name=f"{slug}_tool", tenant=tenant)
     version = published(tool=tool, number=1, description=f"{slug} tool: finds things.")
     now = timezone.now()
     entry = LedgerEntry.objects.create(
-        tenant=tenant, agent=agent, key=f"{slug}/{slug}-task/call_1/{tool.name}/h", task_id=f"{slug}-task",
+        tenant=tenant, agent=bot, key=f"{slug}/{slug}-task/call_1/{tool.name}/h", task_id=f"{slug}-task",
         call_id="call_1", tool=tool, version=version, subject=f"{slug}-user", args_hash="h",
         arguments={"query": f"{slug}-secret-argument"},
     )
     LedgerEvent.objects.create(entry=entry, to_state="intent", actor="gateway", note=f"{slug} intent")
     return TenantWorld(
-        tenant=tenant, agent=agent, key=key, tool=tool, version=version,
-        grant=Grant.objects.create(tenant=tenant, agent=agent, tool=tool),
+        tenant=tenant, agent=bot, key=key, tool=tool, version=version,
+        grant=Grant.objects.create(tenant=tenant, agent=bot, tool=tool),
         policy=TenantPolicy.objects.create(tenant=tenant, rate_limit_per_minute=10),
         entry=entry,
         invocation=Invocation.objects.create(
-            tenant=tenant, agent=agent, task_id=f"{slug}-task", call_id="call_1", tool_name=tool.name,
+            tenant=tenant, agent=bot, task_id=f"{slug}-task", call_id="call_1", tool_name=tool.name,
             status="ok", latency_ms=3.0, envelope={"status": "ok", "data": [f"{slug}-result"]},
         ),
         capability=CapabilityRequest.objects.create(

@@ -32,8 +32,8 @@ def rows_containing(text: str) -> dict[str, int]:
     with connection.cursor() as cursor:
         for table in connection.introspection.table_names():
             cursor.execute(
-                f"SELECT count(*) FROM {connection.ops.quote_name(table)} t WHERE t::text LIKE %s",
-                [f"%{text}%"],
+                f"SELECT count(*) FROM {connection.ops.quote_name(table)} t WHERE strpos(t::text, %s) > 0",
+                [text],
             )
             (count,) = cursor.fetchone()
             if count:

@@ -20,7 +20,8 @@ SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-" + "x" *
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin with ToolHub's site: the dashboard and the branding.
+    "apps.dashboards.apps.ToolHubAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -106,6 +107,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+# The admin's stylesheet and the vendored chart library (no CDN: static/vendor/).
+STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # Bodies over this size answer 413 before anything is parsed.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("TOOLHUB_MAX_BODY_BYTES", default=1_048_576)
@@ -182,6 +185,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
 
+# Lint of tool definitions (apps/catalog/lint.py): a toolset above either limit is flagged.
+TOOLHUB_LINT_MAX_TOOLSET_TOOLS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOOLS", default=12)
+TOOLHUB_LINT_MAX_TOOLSET_TOKENS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOKENS", default=4000)
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
 TOOLHUB_RECONCILE_BACKOFF_S = [
     float(s) for s in env.list("TOOLHUB_RECONCILE_BACKOFF_S", default=[10, 30, 120, 600, 1800])

@@ -1,0 +1,45 @@
+"""A changelist paginator that never counts a million rows on a page load.
+
+Unfiltered, a big table's size is PostgreSQL's own estimate (pg_class.reltuples, kept by
+autovacuum/ANALYZE); filtered, rows are counted only up to a cap. Either way the page
+costs an index range scan at most `COUNT_CAP` rows long.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from django.core.paginator import Paginator
+from django.db import connections
+
+# Above this many rows, counts are estimated (unfiltered) or capped (filtered).
+COUNT_CAP = 10_000
+
+
+class EstimatedCountPaginator(Paginator):
+    estimated = False  # set when `count` is an estimate or a cap, not the exact number
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        if not queryset.query.where:
+            estimate = _table_estimate(queryset)
+            if estimate is not None and estimate > COUNT_CAP:
+                self.estimated = True
+                return estimate
+        capped = queryset.order_by()[: COUNT_CAP + 1].count()
+        if capped > COUNT_CAP:
+            self.estimated = True
+            return COUNT_CAP
+        return capped
+
+
+def _table_estimate(queryset) -> int | None:
+    connection = connections[queryset.db]
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                       [queryset.model._meta.db_table])
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] >= 0 else None

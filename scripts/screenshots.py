@@ -1,0 +1,161 @@
+"""Screenshots of the admin for the README: the version page, the dashboard, the triage queue.
+
+    DATABASE_URL=postgres://…/scratch .venv/bin/python scripts/screenshots.py
+
+Migrates and seeds the given (scratch!) database with the demo and a day of operations,
+serves it with Django's runserver on a free loopback port, and has headless Chromium
+(Debian's, /usr/bin/chromium) save docs/admin-version.png, docs/admin-dashboard.png,
+docs/admin-triage.png and docs/admin-triage-entry.png.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings.base")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from apps.audit.models import Invocation  # noqa: E402
+from apps.capabilities.models import CapabilityRequest  # noqa: E402
+from apps.catalog.models import ToolVersion, VersionStatus  # noqa: E402
+from apps.catalog.services import version_create_draft_from, version_save_draft  # noqa: E402
+from apps.ledger.models import Approval, LedgerEntry, LedgerState, ReconcileAttempt  # noqa: E402
+from apps.tenancy.models import Agent, Tenant  # noqa: E402
+
+USER, PASSWORD = "screenshots", "screenshots-only-pw"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def seed() -> ToolVersion:
+    """The demo, a day of calls, a triage backlog, a pending approval and a draft to review."""
+    call_command("migrate", verbosity=0)
+    call_command("seed_demo", stdout=open(os.devnull, "w"))
+    User.objects.filter(username=USER).delete()
+    User.objects.create_superuser(username=USER, password=PASSWORD)
+    tenant, agent = Tenant.objects.get(slug="demo"), Agent.objects.get(name="support-bot")
+    versions = {v.tool.name: v for v in ToolVersion.objects.filter(status="published").select_related("tool")}
+    rng = random.Random(7)
+    now = timezone.now()
+    Invocation.objects.filter(tenant=tenant).delete()
+    outcomes = [*[("ok", "")] * 14, *[("empty", "")] * 3, *[("error", "invalid_args")] * 3,
+                ("error", "business_rule"), ("error", "timeout"), ("error", "unknown_tool")]
+    rows = []
+    for i in range(1500):
+        tool = rng.choice(list(versions))
+        status, kind = rng.choice(outcomes)
+        rows.append(Invocation(tenant=tenant, agent=agent, task_id=f"demo-{i // 4}", call_id=f"call_{i % 4}",
+                               tool_name=tool, version_number=1, status=status, kind=kind,
+                               latency_ms=rng.lognormvariate(3.2 if tool != "refund_payment" else 5, 0.6),
+                               envelope={"status": status, "kind": kind} if kind else {"status": status}))
+    created = Invocation.objects.bulk_create(rows)
+    for row in created:
+        Invocation.objects.filter(pk=row.pk).update(created_at=now - timedelta(minutes=rng.uniform(0, 1440)))
+
+    refund = versions["refund_payment"]
+    LedgerEntry.objects.filter(tenant=tenant, task_id__startswith="shot-").delete()
+    for n, (hours, note) in enumerate([(30, "status endpoint answered 503"), (5, "status endpoint timed out"),
+                                       (1.5, "no answer from the provider")]):
+        entry = LedgerEntry.objects.create(
+            tenant=tenant, agent=agent, key=f"demo/shot-{n}/call_1/refund_payment/h{n}", task_id=f"shot-{n}",
+            call_id="call_1", tool=refund.tool, version=refund, subject="u-1001", args_hash=f"h{n}",
+            arguments={"order_id": f"ORD-00004{n}", "amount_cents": 1250 * (n + 1), "user_id": "u-1001"},
+            state=LedgerState.UNKNOWN, attempts=5, triage_since=now - timedelta(hours=hours),
+        )
+        LedgerEntry.objects.filter(pk=entry.pk).update(created_at=now - timedelta(hours=hours, minutes=40))
+        for _ in range(3):
+            ReconcileAttempt.objects.create(entry=entry, answer="unclear", note=note,
+                                            actor="reconciler")
+    waiting = LedgerEntry.objects.create(
+        tenant=tenant, agent=agent, key="demo/shot-approval/call_1/refund_payment/ha",
+        task_id="shot-approval",
+        call_id="call_1", tool=refund.tool, version=refund, subject="u-2002", args_hash="ha",
+        arguments={"order_id": "ORD-000120", "amount_cents": 48000, "user_id": "u-2002"}, run_async=True,
+    )
+    Approval.objects.create(entry=waiting, tenant=tenant, version=refund, args_hash="ha",
+                            reason="Refunds above 100.00 need an operator's approval.",
+                            expires_at=now + timedelta(minutes=50))
+    for name, count in [("export_invoice_pdf", 41), ("change_shipping_address", 17), ("track_parcel", 9)]:
+        CapabilityRequest.objects.update_or_create(
+            tenant=tenant, name=name, defaults={"count": count, "first_seen": now - timedelta(days=3),
+                                                "last_seen": now})
+
+    search = versions["search_orders"]
+    ToolVersion.objects.filter(tool=search.tool, status=VersionStatus.DRAFT).delete()
+    draft = version_create_draft_from(version=search, actor="screenshots")
+    draft.parameters["properties"]["sort"] = {"type": "string", "description": "How to order the results."}
+    draft.parameters["required"].append("sort")
+    draft.changelog = "Let the model choose the order of results."
+    return version_save_draft(version=draft, actor="screenshots")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def shoot(base: str, draft: ToolVersion) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000}, color_scheme="light")
+        page.goto(f"{base}/admin/login/")
+        page.fill("#id_username", USER)
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        page.goto(f"{base}/admin/catalog/toolversion/{draft.pk}/change/")
+        page.screenshot(path=str(ROOT / "docs/admin-version.png"), full_page=True)
+        page.goto(f"{base}/admin/dashboard/")
+        page.wait_for_function("() => Object.keys(Chart.instances).length >= 3")
+        page.screenshot(path=str(ROOT / "docs/admin-dashboard.png"), full_page=True)
+        page.goto(f"{base}/admin/ledger/triageentry/")
+        page.screenshot(path=str(ROOT / "docs/admin-triage.png"), full_page=True)
+        page.locator("#result_list a", has_text="refund_payment").first.click()
+        page.screenshot(path=str(ROOT / "docs/admin-triage-entry.png"), full_page=True)
+        browser.close()
+
+
+def main() -> None:
+    if "DATABASE_URL" not in os.environ:
+        sys.exit("Set DATABASE_URL to a scratch database: this script seeds it.")
+    draft = seed()
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"], cwd=ROOT,
+        env={**os.environ, "DEBUG": "false"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(50):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        shoot(f"http://127.0.0.1:{port}", draft)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    print("Saved docs/admin-version.png, admin-dashboard.png, admin-triage.png, admin-triage-entry.png")
+
+
+if __name__ == "__main__":
+    main()

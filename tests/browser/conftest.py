@@ -1,0 +1,43 @@
+"""A real browser (Debian's chromium, headless) on the real admin served by live_server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+# Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
+# still plain synchronous code.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def launch_chromium(playwright):
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+
+
+# Module scope: Playwright's event loop must be gone before tests that run their own
+# (the MCP client tests use asyncio.run).
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is not installed: `make test` (scripts/test.sh) installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
