@@ -12,6 +12,8 @@ import subprocess
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.catalog.models import ToolVersion
@@ -76,8 +78,8 @@ def test_a_refund_slower_than_its_timeout_is_committed_by_reconciliation(
     )
 
 
-def test_an_ambiguous_failure_the_provider_cannot_confirm_waits_in_triage(
-    demo, republish_refund, celery_worker
+def test_an_ambiguous_failure_waits_in_triage_until_an_operator_settles_it(
+    demo, republish_refund, celery_worker, client
 ):
     republish_refund(path="/refunds?fail=after")
     set_status_endpoint_down(True)
@@ -97,6 +99,21 @@ def test_an_ambiguous_failure_the_provider_cannot_confirm_waits_in_triage(
     assert entry.triage_since is not None
     assert [a.answer for a in entry.reconcile_attempts.all()] == ["unclear"] * 3
     assert demo.invoke("refund_payment", arguments)["kind"] == "outcome_unknown"
+
+    # An operator checks the provider and settles it through the triage page.
+    refund = DemoRefund.objects.get()
+    client.force_login(get_user_model().objects.get(username="admin"))
+    client.post(
+        reverse("admin:ledger_triageentry_button", args=[entry_id, "settle-committed"]),
+        {
+            "note": "Refund found in the provider's dashboard.",
+            "result": f'{{"refund_id": "{refund.refund_id}"}}',
+        },
+    )
+
+    replay = demo.invoke("refund_payment", arguments)
+    assert replay["status"] == "ok" and replay["cached"] is True
+    assert replay["data"] == {"refund_id": refund.refund_id}
 
 
 def worker_children(worker: subprocess.Popen) -> list[int]:
