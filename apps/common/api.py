@@ -111,7 +111,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error = to_toolhub_error(exc)
     if error is None:
         error = InternalError()
-        logger.exception("internal error %s", error.error_id, exc_info=exc)
+        logger.exception(
+            "internal error %s", error.error_id, exc_info=exc, extra={"error_id": error.error_id}
+        )
     headers = {}
     if error.retry_after_s is not None:
         headers["Retry-After"] = str(int(error.retry_after_s + 0.999))

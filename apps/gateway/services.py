@@ -34,6 +34,7 @@ from apps.common.errors import (
     UnavailableError,
     UpstreamError,
 )
+from apps.common.request_context import in_current_context
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 from apps.ledger.reconciliation import execution_request_for
 from apps.ledger.services import (
@@ -485,7 +486,12 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
         )
     except Exception:
         internal = InternalError()
-        logger.exception("executor of %s crashed (error id %s)", version.tool_name, internal.error_id)
+        logger.exception(
+            "executor of %s crashed (error id %s)",
+            version.tool_name,
+            internal.error_id,
+            extra={"error_id": internal.error_id},
+        )
         ledger_record_outcome(
             entry=entry,
             to_state=LedgerState.UNKNOWN,
@@ -630,7 +636,9 @@ def _execute_all(
     futures = {}
     if len(reads) > 1:
         futures = {
-            i: _BATCH_POOL.submit(run_readonly, principal=principal, options=options, prepared=prepared[i])
+            i: _BATCH_POOL.submit(
+                in_current_context(run_readonly), principal=principal, options=options, prepared=prepared[i]
+            )
             for i in reads
         }
     outcomes: dict[int, Outcome] = {}

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import environ
 
+from apps.common.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -39,6 +41,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so every response (redirects and errors included) and every log line has the id.
+    "apps.common.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files from gunicorn: `make run` has no separate web server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -174,13 +178,11 @@ TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_
 # Write the invocation log inline instead of from a background thread (tests).
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-}
+# One JSON object per line with the request or task id (apps/common/logs.py); LOG_FORMAT=plain
+# for a terminal. Celery workers and gunicorn use the same configuration.
+LOGGING = logging_config(
+    level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="json")
+)
 
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
 TOOLHUB_RECONCILE_BACKOFF_S = [
