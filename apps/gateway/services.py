@@ -48,7 +48,7 @@ from apps.ledger.services import (
 from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.sessions import SessionClaims, verify_session
 
-from . import counters
+from . import counters, metrics
 from .contracts import CallContext, PolicySpec, PreparedCall, ToolCall, VersionSpec, thaw
 from .envelopes import accepted_envelope, json_size, pending_approval_envelope, result_envelope, shape_result
 from .executors import execute
@@ -124,6 +124,7 @@ def _context(
     )
 
 
+@metrics.timed(metrics.VALIDATION)
 def prepare_call(
     *,
     principal: AgentPrincipal,
@@ -224,6 +225,7 @@ def _uncertain(error_cls: type[ToolHubError], message: str, execution_id: Any) -
     )
 
 
+@metrics.timed(metrics.EXECUTION)
 def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
     """Execute a readonly/recomputable call directly: no ledger row, nothing to reconcile."""
     call, version = prepared.call, prepared.version
@@ -317,6 +319,7 @@ def needs_ledger(prepared: PreparedCall, options: InvokeOptions) -> bool:
     )
 
 
+@metrics.timed(metrics.EXECUTION)
 def run_ledgered(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
     """Execute a call at most once per idempotency key, with the ledger around it.
 
@@ -543,6 +546,7 @@ def _dry_run_envelope(
     }
 
 
+@metrics.timed(metrics.SHAPING)
 def finish(outcome: Outcome, *, budget_chars: int | None = None) -> dict[str, Any]:
     """The envelope the model reads: shaped result, or the envelope decided earlier."""
     if outcome.envelope is not None:
@@ -623,6 +627,11 @@ def invoke_calls(
     envelopes = _finish_all(outcomes, budget_chars)
     for outcome, envelope in zip(outcomes, envelopes, strict=True):
         _log(principal, options, outcome, envelope, started)
+        metrics.invocation_observed(
+            tool=outcome.version.tool_name if outcome.version else outcome.call.name,
+            envelope=envelope,
+            started=started,
+        )
     return envelopes
 
 

@@ -184,6 +184,15 @@ LOGGING = logging_config(
     level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="json")
 )
 
+# GET /metrics (Prometheus). When a token is set, scrapes must send `Authorization: Bearer
+# <token>`; production settings require one.
+TOOLHUB_METRICS_TOKEN = env.str("TOOLHUB_METRICS_TOKEN", default="")
+# What /metrics computes at scrape time, besides the counters and histograms processes keep.
+TOOLHUB_METRICS_COLLECTORS = [
+    "apps.ledger.metrics.LedgerCollector",
+    "apps.common.metrics.CeleryQueueCollector",
+]
+
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
 TOOLHUB_RECONCILE_BACKOFF_S = [
     float(s) for s in env.list("TOOLHUB_RECONCILE_BACKOFF_S", default=[10, 30, 120, 600, 1800])
