@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -10,8 +11,10 @@ urlpatterns = [
     path("api/v1/", include("apps.tenancy.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("demo/", include("apps.demo_shop.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
 ]
+
+if settings.TOOLHUB_DEMO_ENABLED:
+    urlpatterns.append(path("demo/", include("apps.demo_shop.urls")))

@@ -73,16 +73,24 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'toolhub.sqlite3'}"),
-}
-# A new connection per request costs ~5x on these machines (docs/performance.md).
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # SQLite is the zero-service demo default: wait for the writer lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
-    VAR_DIR.mkdir(exist_ok=True)
+def database_from_env(default: str = environ.Env.NOTSET) -> dict:
+    """DATABASE_URL as Django's database settings (required when there is no default)."""
+    config = env.db("DATABASE_URL", default=default)
+    # A new connection per request costs ~5x on these machines (docs/performance.md).
+    config["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
+    config["CONN_HEALTH_CHECKS"] = True
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # A database host that drops packets would otherwise hang each request for minutes
+        # (libpq waits forever by default): give up after a few seconds and answer 503.
+        config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # SQLite is the zero-service demo default: wait for the writer lock instead of failing.
+        config.setdefault("OPTIONS", {})["timeout"] = 20
+        VAR_DIR.mkdir(exist_ok=True)
+    return config
+
+
+DATABASES = {"default": database_from_env(f"sqlite:///{VAR_DIR / 'toolhub.sqlite3'}")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -166,6 +174,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 TOOLHUB_SECRETS = {
     "DEMO_PAYMENTS_API_KEY": env.str("DEMO_PAYMENTS_API_KEY", default="demo-payments-secret"),
 }
+# Serve the demo shop's upstreams under /demo/ (production settings turn this off by default).
+TOOLHUB_DEMO_ENABLED = env.bool("TOOLHUB_DEMO_ENABLED", default=True)
 # Where the http executor reaches the demo payments upstream (served by this same process).
 TOOLHUB_DEMO_PAYMENTS_URL = env.str(
     "TOOLHUB_DEMO_PAYMENTS_URL", default="http://127.0.0.1:8000/demo/payments"
