@@ -98,9 +98,14 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
         )
     if isinstance(exc, DatabaseError):
         logger.error("database unavailable: %s", type(exc).__name__)
+        # A write already recorded in the ledger may have run before the database went
+        # away, so the answer never says "nothing happened" and never suggests new call ids:
+        # the same call ids replay a call that ran instead of running it twice.
         return UnavailableError(
-            "ToolHub cannot reach its database, so nothing was run.",
-            hint="This is temporary on ToolHub's side; try again in a few seconds.",
+            "ToolHub cannot reach its database right now; this request did not complete.",
+            hint="This is temporary on ToolHub's side. Wait a few seconds, then send the same "
+            "request again with the same task_id and call ids: a call that already ran answers "
+            "with its recorded outcome instead of running twice.",
             retry_after_s=5,
             http_status=503,
         )

@@ -1,4 +1,4 @@
-"""Request ids: one per request, in every log line of it and in the response's header."""
+"""Request ids, the access log, and a database outage answered as 503 outside the API."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from .api import to_toolhub_error
 from .request_context import REQUEST_ID_HEADER, bind_request_id, request_id_from
 
 access_logger = logging.getLogger("toolhub.access")
@@ -53,4 +55,24 @@ class RequestIdMiddleware:
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
             },
         )
+        return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A database outage in a view outside the agent API (admin, demo upstream) answers 503
+    with the same envelope as the API, instead of a 500 that reads like a bug."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, DatabaseError):
+            return None
+        error = to_toolhub_error(exception)
+        assert error is not None
+        response = JsonResponse(error.as_envelope(), status=error.http_status)
+        response["Retry-After"] = str(int(error.retry_after_s or 5))
         return response

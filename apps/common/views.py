@@ -28,7 +28,7 @@ def _database_ok() -> bool:
 def _broker_ok() -> bool:
     try:
         with celery_app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=2)
         return True
     except Exception:  # noqa: BLE001 - any broker failure means "not ready"
         return False
