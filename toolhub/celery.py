@@ -1,8 +1,12 @@
 """The Celery app and the one beat schedule of the project."""
 
 import os
+from typing import Any
 
 from celery import Celery
+from celery.signals import setup_logging, task_postrun, task_prerun
+
+from apps.common.request_context import bind_task_id
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings.base")
 
@@ -15,3 +19,24 @@ app.conf.beat_schedule = {
     "ledger-sweep": {"task": "ledger.sweep", "schedule": 15.0},
     "ledger-reconcile-due": {"task": "ledger.reconcile_due", "schedule": 10.0},
 }
+
+
+# Workers and beat log like the web processes (JSON, settings.LOGGING) instead of Celery's
+# own format, and every line written while a task runs names the task.
+@setup_logging.connect
+def _use_django_logging(loglevel: Any = None, **kwargs: Any) -> None:
+    from django.conf import settings
+
+    from apps.common.logs import celery_setup_logging
+
+    celery_setup_logging(loglevel=loglevel, config=settings.LOGGING)
+
+
+@task_prerun.connect
+def _bind_task_id(task_id: str | None = None, **kwargs: Any) -> None:
+    bind_task_id(task_id)
+
+
+@task_postrun.connect
+def _unbind_task_id(**kwargs: Any) -> None:
+    bind_task_id(None)

@@ -1,8 +1,9 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from apps.common.views import healthz, readyz
+from apps.common.views import healthz, metrics, readyz
 from apps.gateway.mcp import McpView
 
 urlpatterns = [
@@ -12,7 +13,10 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("mcp", McpView.as_view(), name="mcp"),
-    path("demo/", include("apps.demo_shop.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
 ]
+
+if settings.TOOLHUB_DEMO_ENABLED:
+    urlpatterns.append(path("demo/", include("apps.demo_shop.urls")))

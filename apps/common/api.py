@@ -98,9 +98,14 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
         )
     if isinstance(exc, DatabaseError):
         logger.error("database unavailable: %s", type(exc).__name__)
+        # A write already recorded in the ledger may have run before the database went
+        # away, so the answer never says "nothing happened" and never suggests new call ids:
+        # the same call ids replay a call that ran instead of running it twice.
         return UnavailableError(
-            "ToolHub cannot reach its database, so nothing was run.",
-            hint="This is temporary on ToolHub's side; try again in a few seconds.",
+            "ToolHub cannot reach its database right now; this request did not complete.",
+            hint="This is temporary on ToolHub's side. Wait a few seconds, then send the same "
+            "request again with the same task_id and call ids: a call that already ran answers "
+            "with its recorded outcome instead of running twice.",
             retry_after_s=5,
             http_status=503,
         )
@@ -111,7 +116,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error = to_toolhub_error(exc)
     if error is None:
         error = InternalError()
-        logger.exception("internal error %s", error.error_id, exc_info=exc)
+        logger.exception(
+            "internal error %s", error.error_id, exc_info=exc, extra={"error_id": error.error_id}
+        )
     headers = {}
     if error.retry_after_s is not None:
         headers["Retry-After"] = str(int(error.retry_after_s + 0.999))

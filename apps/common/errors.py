@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .request_context import current_request_id
+
 
 @dataclass(frozen=True)
 class ErrorDetail:
@@ -138,16 +140,19 @@ class UnavailableError(ToolHubError):
 
 
 class InternalError(ToolHubError):
+    """A bug. Its envelope carries the error id and the request id, both in the log line."""
+
     kind = "internal"
     recoverable = False
 
     def __init__(self, *, error_id: str | None = None) -> None:
         self.error_id = error_id or uuid.uuid4().hex
+        self.request_id = current_request_id()
         super().__init__(
             f"ToolHub hit an internal error (error id {self.error_id}).",
             hint="This is a bug in ToolHub, not in your call. Do not retry the same call; "
             f"report error id {self.error_id} to the operators.",
-            extra={"error_id": self.error_id},
+            extra={"error_id": self.error_id, "request_id": self.request_id},
         )
 
 

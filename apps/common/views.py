@@ -1,11 +1,14 @@
-"""Liveness and readiness probes."""
+"""Liveness and readiness probes, and the Prometheus scrape."""
 
 from __future__ import annotations
 
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from toolhub.celery import app as celery_app
+
+from .metrics import metrics_text, scrape_authorized
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -25,7 +28,7 @@ def _database_ok() -> bool:
 def _broker_ok() -> bool:
     try:
         with celery_app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=2)
         return True
     except Exception:  # noqa: BLE001 - any broker failure means "not ready"
         return False
@@ -39,3 +42,14 @@ def readyz(request: HttpRequest) -> JsonResponse:
         {"status": "ok" if ready else "unavailable", "checks": checks},
         status=200 if ready else 503,
     )
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus text format; with TOOLHUB_METRICS_TOKEN set, only for `Bearer <token>`."""
+    if not scrape_authorized(request.headers.get("Authorization", "")):
+        response = HttpResponse(
+            "Send 'Authorization: Bearer <TOOLHUB_METRICS_TOKEN>'.\n", status=401, content_type="text/plain"
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return HttpResponse(metrics_text(), content_type=CONTENT_TYPE_LATEST)

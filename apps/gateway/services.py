@@ -37,6 +37,7 @@ from apps.common.errors import (
     UnknownToolError,
     UpstreamError,
 )
+from apps.common.request_context import in_current_context
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 from apps.ledger.reconciliation import execution_request_for
 from apps.ledger.services import (
@@ -50,7 +51,7 @@ from apps.ledger.services import (
 from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.sessions import SessionClaims, verify_session
 
-from . import counters
+from . import counters, metrics
 from .contracts import CallContext, PolicySpec, PreparedCall, ToolCall, VersionSpec, thaw
 from .envelopes import accepted_envelope, json_size, pending_approval_envelope, result_envelope, shape_result
 from .executors import execute
@@ -126,6 +127,7 @@ def _context(
     )
 
 
+@metrics.timed(metrics.VALIDATION)
 def prepare_call(
     *,
     principal: AgentPrincipal,
@@ -227,6 +229,7 @@ def _uncertain(error_cls: type[ToolHubError], message: str, execution_id: Any) -
     )
 
 
+@metrics.timed(metrics.EXECUTION)
 def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
     """Execute a readonly/recomputable call directly: no ledger row, nothing to reconcile."""
     call, version = prepared.call, prepared.version
@@ -320,6 +323,7 @@ def needs_ledger(prepared: PreparedCall, options: InvokeOptions) -> bool:
     )
 
 
+@metrics.timed(metrics.EXECUTION)
 def run_ledgered(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
     """Execute a call at most once per idempotency key, with the ledger around it.
 
@@ -489,7 +493,12 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
         )
     except Exception:
         internal = InternalError()
-        logger.exception("executor of %s crashed (error id %s)", version.tool_name, internal.error_id)
+        logger.exception(
+            "executor of %s crashed (error id %s)",
+            version.tool_name,
+            internal.error_id,
+            extra={"error_id": internal.error_id},
+        )
         ledger_record_outcome(
             entry=entry,
             to_state=LedgerState.UNKNOWN,
@@ -541,6 +550,7 @@ def _dry_run_envelope(
     }
 
 
+@metrics.timed(metrics.SHAPING)
 def finish(outcome: Outcome, *, budget_chars: int | None = None) -> dict[str, Any]:
     """The envelope the model reads: shaped result, or the envelope decided earlier."""
     if outcome.envelope is not None:
@@ -623,6 +633,11 @@ def invoke_calls(
     envelopes = _finish_all(outcomes, budget_chars)
     for outcome, envelope in zip(outcomes, envelopes, strict=True):
         _log(principal, options, outcome, envelope, started)
+        metrics.invocation_observed(
+            tool=outcome.version.tool_name if outcome.version else outcome.call.name,
+            envelope=envelope,
+            started=started,
+        )
     return envelopes
 
 
@@ -636,7 +651,9 @@ def _execute_all(
     futures = {}
     if len(reads) > 1:
         futures = {
-            i: _BATCH_POOL.submit(run_readonly, principal=principal, options=options, prepared=prepared[i])
+            i: _BATCH_POOL.submit(
+                in_current_context(run_readonly), principal=principal, options=options, prepared=prepared[i]
+            )
             for i in reads
         }
     outcomes: dict[int, Outcome] = {}

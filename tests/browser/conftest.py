@@ -11,9 +11,6 @@ import pytest
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-# Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are
-# still plain synchronous code.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def launch_chromium(playwright):
@@ -28,10 +25,17 @@ def browser() -> Iterator:
         pytest.fail("Debian's chromium is not installed: `make test` (scripts/test.sh) installs it")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
+    # Playwright's sync API keeps an event loop in this thread while it runs; the tests' own
+    # ORM calls are still plain synchronous code. Only for this module: a subprocess started
+    # by a later test (check --deploy) must not inherit it.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = launch_chromium(playwright)
+            yield chromium
+            chromium.close()
+    finally:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import environ
 
+from apps.common.logs import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -40,6 +42,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so every response (redirects and errors included) and every log line has the id.
+    "apps.common.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files from gunicorn: `make run` has no separate web server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -49,6 +53,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "apps.common.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "toolhub.urls"
@@ -70,16 +75,24 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'toolhub.sqlite3'}"),
-}
-# A new connection per request costs ~5x on these machines (docs/performance.md).
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # SQLite is the zero-service demo default: wait for the writer lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
-    VAR_DIR.mkdir(exist_ok=True)
+def database_from_env(default: str = environ.Env.NOTSET) -> dict:
+    """DATABASE_URL as Django's database settings (required when there is no default)."""
+    config = env.db("DATABASE_URL", default=default)
+    # A new connection per request costs ~5x on these machines (docs/performance.md).
+    config["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
+    config["CONN_HEALTH_CHECKS"] = True
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # A database host that drops packets would otherwise hang each request for minutes
+        # (libpq waits forever by default): give up after a few seconds and answer 503.
+        config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # SQLite is the zero-service demo default: wait for the writer lock instead of failing.
+        config.setdefault("OPTIONS", {})["timeout"] = 20
+        VAR_DIR.mkdir(exist_ok=True)
+    return config
+
+
+DATABASES = {"default": database_from_env(f"sqlite:///{VAR_DIR / 'toolhub.sqlite3'}")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -165,6 +178,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 TOOLHUB_SECRETS = {
     "DEMO_PAYMENTS_API_KEY": env.str("DEMO_PAYMENTS_API_KEY", default="demo-payments-secret"),
 }
+# Serve the demo shop's upstreams under /demo/ (production settings turn this off by default).
+TOOLHUB_DEMO_ENABLED = env.bool("TOOLHUB_DEMO_ENABLED", default=True)
 # Where the http executor reaches the demo payments upstream (served by this same process).
 TOOLHUB_DEMO_PAYMENTS_URL = env.str(
     "TOOLHUB_DEMO_PAYMENTS_URL", default="http://127.0.0.1:8000/demo/payments"
@@ -177,13 +192,20 @@ TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_
 # Write the invocation log inline instead of from a background thread (tests).
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-}
+# One JSON object per line with the request or task id (apps/common/logs.py); LOG_FORMAT=plain
+# for a terminal. Celery workers and gunicorn use the same configuration.
+LOGGING = logging_config(
+    level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="json")
+)
+
+# GET /metrics (Prometheus). When a token is set, scrapes must send `Authorization: Bearer
+# <token>`; production settings require one.
+TOOLHUB_METRICS_TOKEN = env.str("TOOLHUB_METRICS_TOKEN", default="")
+# What /metrics computes at scrape time, besides the counters and histograms processes keep.
+TOOLHUB_METRICS_COLLECTORS = [
+    "apps.ledger.metrics.LedgerCollector",
+    "apps.common.metrics.CeleryQueueCollector",
+]
 
 # Lint of tool definitions (apps/catalog/lint.py): a toolset above either limit is flagged.
 TOOLHUB_LINT_MAX_TOOLSET_TOOLS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOOLS", default=12)

@@ -96,6 +96,9 @@ class EnvelopeSerializer(serializers.Serializer):
     details = ErrorDetailSerializer(many=True, required=False)
     retry_after_s = serializers.FloatField(required=False)
     error_id = serializers.CharField(required=False, help_text="internal: the id in the server logs.")
+    request_id = serializers.CharField(
+        required=False, allow_null=True, help_text="internal: the request's X-Request-ID, also in the logs."
+    )
     poll = serializers.CharField(required=False, help_text="accepted, pending_approval: where to poll.")
 
 

@@ -3,10 +3,20 @@
 Secrets are named in the version's config (`secret_ref`) and read from settings, never
 from arguments. Each failure is classified by what we know about the side effect:
 nothing sent (connection refused) → not applied; sent but no clear answer → ambiguous.
+
+httpx's timeouts bound each read and write, not the whole exchange: an upstream that
+drips a byte at a time would never trip them. So the exchange runs on a worker thread
+and the caller stops waiting at the tool's timeout (the thread ends at httpx's own
+timeouts or when the upstream finishes; like a timed-out python executor, the call may
+still complete, which is why a timed-out write is `unknown`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import Any
 
 import httpx
@@ -19,6 +29,7 @@ from apps.common.errors import (
     RateLimitedError,
     UpstreamError,
 )
+from apps.common.request_context import in_current_context
 
 from .base import (
     ExecutionAmbiguous,
@@ -30,6 +41,7 @@ from .base import (
 )
 
 _CLIENT = httpx.Client(follow_redirects=False, headers={"User-Agent": "ToolHub/1"})
+_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolhub-http")
 
 
 def _base_url(config: Any) -> str:
@@ -91,14 +103,29 @@ def _rejection(response: httpx.Response, tool: str) -> ExecutionRejected:
     return ExecutionRejected(error)
 
 
+def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response]) -> httpx.Response:
+    """`send()`'s response, or ExecutionTimedOut once the tool's timeout has passed."""
+    future = _POOL.submit(in_current_context(send))
+    try:
+        return future.result(timeout=request.timeout_s)
+    except FutureTimeout:
+        raise ExecutionTimedOut(
+            f"no complete answer from {request.tool_name}'s provider within {request.timeout_s} s"
+        ) from None
+
+
 def run_http(request: ExecutionRequest) -> Any:
     url = _base_url(request.config) + str(request.config.get("path", ""))
     try:
-        response = _CLIENT.post(
-            url,
-            json=dict(request.arguments),
-            headers=_headers(request),
-            timeout=httpx.Timeout(request.timeout_s),
+        response = _within_timeout(
+            request,
+            partial(
+                _CLIENT.post,
+                url,
+                json=dict(request.arguments),
+                headers=_headers(request),
+                timeout=httpx.Timeout(request.timeout_s),
+            ),
         )
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise ExecutionNotSent(
@@ -127,14 +154,22 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note="this tool has no status endpoint to ask", retry=False)
     url = _base_url(request.config) + str(status_path)
     try:
-        response = _CLIENT.get(
-            url,
-            params={"idempotency_key": request.idempotency_key},
-            headers=_headers(request),
-            timeout=httpx.Timeout(request.timeout_s),
+        response = _within_timeout(
+            request,
+            partial(
+                _CLIENT.get,
+                url,
+                params={"idempotency_key": request.idempotency_key},
+                headers=_headers(request),
+                timeout=httpx.Timeout(request.timeout_s),
+            ),
         )
     except httpx.HTTPError as exc:
         return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
+    except ExecutionTimedOut:
+        return ReconcileAnswer(
+            found=None, note=f"status endpoint did not answer within {request.timeout_s} s"
+        )
     if response.status_code == 200:
         try:
             return ReconcileAnswer(found=True, result=response.json(), note="found at the provider")

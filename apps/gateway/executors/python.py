@@ -14,6 +14,7 @@ from typing import Any
 from django.db import close_old_connections
 
 from apps.common.errors import UnavailableError
+from apps.common.request_context import in_current_context
 
 from .base import (
     ExecutionRejected,
@@ -45,7 +46,8 @@ def run_python(request: ExecutionRequest) -> Any:
                 hint="This tool cannot run right now; tell the user and do not retry.",
             )
         )
-    future = _POOL.submit(_in_worker, func, request)
+    # The caller's context goes along, so the callable's log lines name its request or task.
+    future = _POOL.submit(in_current_context(_in_worker), func, request)
     try:
         return future.result(timeout=request.timeout_s)
     except FutureTimeout:
@@ -58,4 +60,4 @@ def reconcile_python(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(
             found=None, note="no reconcile hook is registered for this executor", retry=False
         )
-    return _POOL.submit(_in_worker, hook, request).result(timeout=request.timeout_s)
+    return _POOL.submit(in_current_context(_in_worker), hook, request).result(timeout=request.timeout_s)

@@ -1,0 +1,78 @@
+"""Request ids, the access log, and a database outage answered as 503 outside the API."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from .api import to_toolhub_error
+from .request_context import REQUEST_ID_HEADER, bind_request_id, request_id_from
+
+access_logger = logging.getLogger("toolhub.access")
+
+
+def unbind_request_id_when_finished(**kwargs: Any) -> None:
+    """request_finished receiver: the response is sent, so the request's id is over.
+
+    The id stays bound until then, not only while the middleware runs, so the lines Django
+    writes after the middleware chain (the "Internal Server Error" of django.request) have it.
+    """
+    bind_request_id(None)
+
+
+class RequestIdMiddleware:
+    """Takes the caller's `X-Request-ID` when it is safe (short, plain characters) or makes one,
+    binds it for the request's log records and answers it in the same header.
+
+    It also writes the access log line (gunicorn's own access log is off): one INFO record
+    per request with method, path, status and duration. The query string is left out, so
+    nothing a client put in a URL reaches the logs.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
+        bind_request_id(request_id)
+        response = self.get_response(request)
+        response[REQUEST_ID_HEADER] = request_id
+        access_logger.info(
+            "%s %s %s",
+            request.method,
+            request.path,
+            response.status_code,
+            extra={
+                "method": request.method,
+                "path": request.path,
+                "status": response.status_code,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )
+        return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A database outage in a view outside the agent API (admin, demo upstream) answers 503
+    with the same envelope as the API, instead of a 500 that reads like a bug."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, DatabaseError):
+            return None
+        error = to_toolhub_error(exception)
+        assert error is not None
+        response = JsonResponse(error.as_envelope(), status=error.http_status)
+        response["Retry-After"] = str(int(error.retry_after_s or 5))
+        return response

@@ -1,0 +1,71 @@
+"""Gunicorn's configuration for ToolHub's web processes (read from the working directory).
+
+Every value comes from the environment so one image serves any size of machine:
+
+| variable | default | what it does |
+|---|---|---|
+| GUNICORN_BIND | 0.0.0.0:8000 | where to listen |
+| WEB_CONCURRENCY | 2 × cores + 1 | worker processes |
+| GUNICORN_THREADS | 4 | threads per worker (gthread): a slow tool call holds a thread, not a process |
+| GUNICORN_TIMEOUT | 660 | seconds before a silent worker is restarted: above the longest tool timeout |
+| PROMETHEUS_MULTIPROC_DIR | a new directory per server | where workers keep their metric values |
+
+Command-line flags win over this file (`make run` and `make bench` pass their own).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from apps.common.logs import logging_config
+
+# The longest timeout a tool version may declare (ToolVersion.timeout_s ≤ 600 s), plus a
+# margin: a request waiting on its executor must answer `timeout`, not be killed with its worker.
+LONGEST_TOOL_TIMEOUT_S = 600
+
+bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+workers = int(os.environ.get("WEB_CONCURRENCY", 2 * (os.cpu_count() or 1) + 1))
+worker_class = "gthread"
+threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", str(LONGEST_TOOL_TIMEOUT_S + 60)))
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
+keepalive = 5
+
+# Logs go to stderr as JSON (apps/common/logs.py). Gunicorn's access log stays off:
+# RequestIdMiddleware writes one line per request, with its request id.
+errorlog = "-"
+logconfig_dict = logging_config(
+    level=os.environ.get("LOG_LEVEL", "INFO"), fmt=os.environ.get("LOG_FORMAT", "json")
+)
+
+# prometheus_client's multiprocess mode: each worker writes its counters to files in this
+# directory and /metrics adds them up, whichever worker serves the scrape. Set here, in the
+# master, before any worker imports prometheus_client.
+# Without one set, each server makes its own and removes it when it exits.
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="toolhub-metrics-")
+    os.environ["TOOLHUB_METRICS_DIR_OWNED"] = "1"
+
+
+def on_starting(server: Any) -> None:
+    """Start from empty files: values of a previous server would be counted again."""
+    directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.makedirs(directory, exist_ok=True)
+    for path in glob.glob(os.path.join(directory, "*.db")):
+        os.remove(path)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """A dead worker's live gauges must stop counting (its counters are kept)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: Any) -> None:
+    if os.environ.get("TOOLHUB_METRICS_DIR_OWNED"):
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
