@@ -23,6 +23,19 @@ MAX_ATTRIBUTES_CHARS = 4096
 _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
+def _contains_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str) and "\x00" in node:
+            return True
+        if isinstance(node, dict):
+            stack.extend([*node.keys(), *node.values()])
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 class SessionCreateApi(APIView):
     """POST /api/v1/sessions: a signed token saying who the end user is, for this agent only."""
 
@@ -56,6 +69,10 @@ class SessionCreateApi(APIView):
             if bad:
                 raise serializers.ValidationError(
                     f"Attribute names may only use letters, digits and '_': {', '.join(bad)}."
+                )
+            if _contains_nul(value):
+                raise serializers.ValidationError(
+                    "Attributes cannot contain NUL characters (\\u0000): tools may store what they bind."
                 )
             if len(json.dumps(value, separators=(",", ":"))) > MAX_ATTRIBUTES_CHARS:
                 raise serializers.ValidationError(
