@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from apps.tenancy.services import agent_key_issue
-from tests.gateway.conftest import agent, publish_tool, session_for  # noqa: F401
+from tests.gateway.conftest import _reset_runs, agent, api, publish_tool, session_for  # noqa: F401
 
 MCP_VERSION = "2025-06-18"
 
