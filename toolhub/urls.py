@@ -16,3 +16,5 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
 ]
+
+handler404 = "apps.common.views.not_found"

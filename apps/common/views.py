@@ -1,11 +1,14 @@
-"""Liveness and readiness probes."""
+"""Liveness and readiness probes, and the 404 of URLs nothing matches."""
 
 from __future__ import annotations
 
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
 
 from toolhub.celery import app as celery_app
+
+from .errors import NotFoundError
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -39,3 +42,15 @@ def readyz(request: HttpRequest) -> JsonResponse:
         {"status": "ok" if ready else "unavailable", "checks": checks},
         status=200 if ready else 503,
     )
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """An error envelope under /api/, where every non-2xx answer is one (a mistyped path, an id
+    that is not a UUID); Django's page elsewhere."""
+    if not request.path.startswith("/api/"):
+        return page_not_found(request, exception)
+    error = NotFoundError(
+        "Nothing of the API is at this URL.",
+        hint="Check the path and the ids in it against the API reference at /api/docs/.",
+    )
+    return JsonResponse(error.as_envelope(), status=404)

@@ -169,3 +169,12 @@ def test_mcp_ids_and_tool_names_with_nul_are_refused(caller, recording_tools):
         error = refusal("/mcp", caller.post_json("/mcp", body))
         assert "NUL" in error["message"]
     assert_nothing_ran_and_still_serving(caller.client)
+
+
+def test_a_url_the_api_does_not_have_answers_an_error_envelope(caller):
+    for path in ("/api/v1/invok", "/api/v1/executions/not-a-uuid", "/api/v2/invoke"):
+        response = caller.client.get(path, **caller.headers())
+
+        assert response.status_code == 404 and response["Content-Type"] == "application/json"
+        assert response.json()["kind"] == "not_found"
+    assert "text/html" in caller.client.get("/nowhere")["Content-Type"]

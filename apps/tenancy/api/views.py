@@ -107,8 +107,7 @@ class SessionCreateApi(APIView):
         request=InputSerializer,
         responses={
             201: OutputSerializer,
-            400: ErrorEnvelopeSerializer,
-            401: ErrorEnvelopeSerializer,
+            **{status: ErrorEnvelopeSerializer for status in (400, 401, 413, 415, 503)},
         },
         examples=[
             OpenApiExample(
