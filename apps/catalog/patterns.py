@@ -9,9 +9,9 @@ check existed, are unavailable rather than matched by a backtracking engine
 (gateway/pipeline/schema.py).
 
 `ToolSchemaValidator` is Draft 2020-12 with the three keywords that match patterns
-(`pattern`, `patternProperties`, `additionalProperties`) running RE2. The fourth,
-`unevaluatedProperties`, matches `patternProperties` deep inside jsonschema, so a schema
-may not combine the two.
+(`pattern`, `patternProperties`, `additionalProperties`) running RE2, and FORMAT_CHECKER
+checks `format: regex` with RE2 too. The fourth keyword, `unevaluatedProperties`, matches
+`patternProperties` deep inside jsonschema, so a schema may not combine the two.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import re2
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 
 _OPTIONS = re2.Options()
@@ -131,6 +131,17 @@ def _additional_properties(
         }
     yield from _STOCK_ADDITIONAL_PROPERTIES(validator, additional, instance, schema)
 
+
+def _is_regex(instance: object) -> bool:
+    # A model-sent value of `format: regex`: compiled by RE2 like the schema's own patterns,
+    # never by `re`, whose parser recurses once per group (5000 nested groups: RecursionError).
+    if isinstance(instance, str):
+        re2.compile(instance, _OPTIONS)
+    return True
+
+
+FORMAT_CHECKER = FormatChecker()
+FORMAT_CHECKER.checkers = {**Draft202012Validator.FORMAT_CHECKER.checkers, "regex": (_is_regex, re2.error)}
 
 ToolSchemaValidator = validators.extend(
     Draft202012Validator,

@@ -80,6 +80,17 @@ def test_a_catastrophic_pattern_is_refused_in_linear_time(arguments):
     assert refused.value.kind == "invalid_args"
 
 
+def test_a_regex_sent_for_format_regex_is_compiled_by_re2_too():
+    # Python's re parser recurses once per group: this was a RecursionError, an internal error.
+    spec = _spec({"type": "object", "properties": {"filter": {"type": "string", "format": "regex"}}})
+
+    validate_arguments({"filter": "^ORD-[0-9]{6}$"}, spec)
+    validate_arguments({"filter": "(" * 5000 + ")" * 5000}, spec)
+    with pytest.raises(InvalidArgsError) as refused:
+        validate_arguments({"filter": "(?=lookahead)"}, spec)
+    assert refused.value.details[0].path == "/filter"
+
+
 def test_matching_text_still_passes():
     validate_arguments({"code": "a" * 100_000, "aaa": "x"}, _spec(CODE_SCHEMA))
 

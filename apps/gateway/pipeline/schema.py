@@ -18,7 +18,7 @@ from typing import Any
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 
-from apps.catalog.patterns import ToolSchemaValidator, schema_pattern_problems, search
+from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems, search
 from apps.common.errors import ErrorDetail, InvalidArgsError, UnavailableError
 from apps.gateway.contracts import VersionSpec, thaw
 
@@ -120,7 +120,7 @@ def compiled_validator(version: VersionSpec) -> Validator:
     if schema_pattern_problems(schema):
         # Stored before patterns were checked on save: never matched by a backtracking engine.
         raise _unusable(version, "has patterns ToolHub cannot match in linear time")
-    built = ToolSchemaValidator(schema, format_checker=ToolSchemaValidator.FORMAT_CHECKER)
+    built = ToolSchemaValidator(schema, format_checker=FORMAT_CHECKER)
     with _validators_lock:
         validator = _validators.setdefault(key, built)
         _validators.move_to_end(key)
