@@ -3,7 +3,6 @@
 from tests.security.conftest import (  # noqa: F401
     _reset_runs,
     agent,
-    api,
     caller,
     publish_tool,
     recording_tools,

@@ -4,7 +4,6 @@ and an MCP connection. The gateway tests' fixtures are reused, not copied."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +59,7 @@ def caller(agent, session_for) -> Caller:  # noqa: F811
 
 
 @pytest.fixture
-def recording_tools(publish_tool) -> Callable[..., None]:  # noqa: F811
+def recording_tools(publish_tool) -> None:  # noqa: F811
     """`finder` (readonly) and `writer` (write), both run by tests.echo and bound to the session user."""
     publish_tool("finder")
     publish_tool("writer", side_effect="write")
