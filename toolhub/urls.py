@@ -20,3 +20,5 @@ urlpatterns = [
 
 if settings.TOOLHUB_DEMO_ENABLED:
     urlpatterns.append(path("demo/", include("apps.demo_shop.urls")))
+
+handler404 = "apps.common.views.not_found"

@@ -2,7 +2,7 @@
 
 A curator's mistake must surface as a clear message on the version page, never as a
 crash in the invoke path. Each part has a small JSON Schema of its own; the `parameters`
-schema must itself be valid Draft 2020-12.
+schema must itself be valid Draft 2020-12, with patterns RE2 can match in linear time.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+
+from .patterns import schema_pattern_problems
 
 NORMALIZER_OPS = ("trim", "lower", "upper", "date", "volatile")
 BINDING_POLICIES = ("must_match", "overwrite")
@@ -153,7 +155,7 @@ def check_parameters_schema(parameters: Any) -> list[str]:
         return [f"Not a valid JSON Schema (Draft 2020-12) at {where}: {exc.message}"]
     if parameters.get("type") != "object":
         return ['The parameters schema must have "type": "object" at the top.']
-    return []
+    return schema_pattern_problems(parameters)
 
 
 def validate_definition(

@@ -1,13 +1,15 @@
-"""Liveness and readiness probes, and the Prometheus scrape."""
+"""Liveness and readiness probes, the Prometheus scrape, and the 404 of URLs nothing matches."""
 
 from __future__ import annotations
 
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from toolhub.celery import app as celery_app
 
+from .errors import NotFoundError
 from .metrics import metrics_text, scrape_authorized
 
 
@@ -53,3 +55,15 @@ def metrics(request: HttpRequest) -> HttpResponse:
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     return HttpResponse(metrics_text(), content_type=CONTENT_TYPE_LATEST)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """An error envelope under /api/, where every non-2xx answer is one (a mistyped path, an id
+    that is not a UUID); Django's page elsewhere."""
+    if not request.path.startswith("/api/"):
+        return page_not_found(request, exception)
+    error = NotFoundError(
+        "Nothing of the API is at this URL.",
+        hint="Check the path and the ids in it against the API reference at /api/docs/.",
+    )
+    return JsonResponse(error.as_envelope(), status=404)

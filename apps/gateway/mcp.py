@@ -48,6 +48,7 @@ from pydantic import BaseModel, ValidationError
 from rest_framework.exceptions import AuthenticationFailed
 
 from apps.common.errors import InternalError, ToolHubError
+from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
 
 from .api.adapters import envelope_text
@@ -173,6 +174,8 @@ def _tools_list(ctx: _Context) -> types.ListToolsResult:
 def _tools_call(
     ctx: _Context, parsed: types.CallToolRequest, rpc_id: types.RequestId
 ) -> types.CallToolResult:
+    if "\x00" in parsed.params.name:
+        raise McpError(types.INVALID_PARAMS, "A tool name cannot contain NUL (\\u0000).")
     task_id = ctx.request.headers.get(TASK_HEADER) or f"mcp-{ctx.session.nonce}"
     call = ToolCall(
         call_id=f"mcp-{ctx.session.nonce}-{rpc_id}"[:200],
@@ -261,6 +264,10 @@ def _message(request: HttpRequest) -> types.JSONRPCMessage:
         ) from None
     except ValueError:
         raise McpError(types.PARSE_ERROR, "The body is not JSON.", status=400) from None
+    except RecursionError:
+        raise _too_deep() from None
+    if nested_deeper_than(raw, MAX_BODY_DEPTH):
+        raise _too_deep()
     if isinstance(raw, list):
         raise McpError(
             types.INVALID_REQUEST,
@@ -268,9 +275,19 @@ def _message(request: HttpRequest) -> types.JSONRPCMessage:
             status=400,
         )
     try:
-        return types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
         raise McpError(types.INVALID_REQUEST, "The body is not a JSON-RPC 2.0 message.", status=400) from None
+    if "\x00" in str(getattr(message, "id", "")):
+        # The id becomes the call id, stored in the ledger and the log, where NUL cannot go.
+        raise McpError(types.INVALID_REQUEST, "A JSON-RPC id cannot contain NUL (\\u0000).", status=400)
+    return message
+
+
+def _too_deep() -> McpError:
+    return McpError(
+        types.INVALID_REQUEST, f"The body is nested deeper than {MAX_BODY_DEPTH} levels.", status=400
+    )
 
 
 @method_decorator(csrf_exempt, name="dispatch")

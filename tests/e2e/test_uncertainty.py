@@ -30,6 +30,23 @@ from tests.e2e.conftest import wait_for
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(autouse=True)
+def _worker_idle_afterwards(request):
+    """Leave no task running into the next test: its database flush would deadlock with it."""
+    yield
+    if "celery_worker" not in request.fixturenames:
+        return
+    from toolhub.celery import app
+
+    app.control.purge()
+    inspect = app.control.inspect(timeout=1)
+    wait_for(
+        lambda: not any((inspect.active() or {}).values()) and not any((inspect.reserved() or {}).values()),
+        timeout_s=30,
+        what="the worker to finish its tasks",
+    )
+
+
 def an_order(user_id: str = "u-1001") -> DemoOrder:
     return DemoOrder.objects.filter(user_id=user_id, status="paid").order_by("order_id").first()
 

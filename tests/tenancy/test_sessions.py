@@ -166,7 +166,7 @@ def test_the_openapi_schema_documents_the_endpoint(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
 
     operation = schema["paths"]["/api/v1/sessions"]["post"]
-    assert set(operation["responses"]) == {"201", "400", "401"}
+    assert set(operation["responses"]) == {"201", "400", "401", "413", "415", "503"}
     assert operation["security"] == [{"agentKey": []}]
     created = operation["responses"]["201"]["content"]["application/json"]["schema"]["$ref"]
     error = operation["responses"]["400"]["content"]["application/json"]["schema"]["$ref"]

@@ -21,13 +21,13 @@ from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.tenancy.sessions import SESSION_HEADER
 
 from .serializers import MAX_CALLS_PER_BATCH, EnvelopeSerializer
-from .views import SESSION_PARAMETER
+from .views import BODY_ERRORS, SESSION_PARAMETER
 
 _ERRORS = {
+    **BODY_ERRORS,
     400: OpenApiResponse(
         EnvelopeSerializer, description="Malformed request, or a message without tool calls."
     ),
-    401: OpenApiResponse(EnvelopeSerializer, description="Missing, unknown or revoked agent key."),
 }
 
 

@@ -15,6 +15,7 @@ from apps.catalog.exports import CHARS_PER_TOKEN, FORMATS
 from apps.gateway.tool_exports import agent_tool_export
 
 from .serializers import EnvelopeSerializer
+from .views import ALWAYS_ERRORS
 
 TOKEN_ESTIMATE_HEADER = "X-ToolHub-Token-Estimate"
 _ALLOWED = ", ".join(FORMATS)
@@ -77,7 +78,7 @@ class ToolListApi(APIView):
         responses={
             200: OutputSerializer,
             400: OpenApiResponse(EnvelopeSerializer, description="Unknown format, toolset or phase."),
-            401: OpenApiResponse(EnvelopeSerializer, description="Missing, unknown or revoked agent key."),
+            **ALWAYS_ERRORS,
         },
     )
     def get(self, request: Request) -> Response:

@@ -23,12 +23,20 @@ from .serializers import (
     InvokeInputSerializer,
 )
 
-_ERRORS = {
-    400: OpenApiResponse(EnvelopeSerializer, description="Malformed request envelope."),
+# Error answers every agent API operation can give (apps/common/api.py), each an envelope.
+ALWAYS_ERRORS = {
     401: OpenApiResponse(EnvelopeSerializer, description="Missing, unknown or revoked agent key."),
-    413: OpenApiResponse(EnvelopeSerializer, description="Body over the size limit."),
-    429: OpenApiResponse(EnvelopeSerializer, description="The agent's own request rate."),
     503: OpenApiResponse(EnvelopeSerializer, description="Database or broker down: nothing ran."),
+}
+BODY_ERRORS = {
+    400: OpenApiResponse(EnvelopeSerializer, description="Malformed request envelope."),
+    413: OpenApiResponse(EnvelopeSerializer, description="Body over the size limit."),
+    415: OpenApiResponse(EnvelopeSerializer, description="Body not sent as application/json."),
+    **ALWAYS_ERRORS,
+}
+_ERRORS = {
+    **BODY_ERRORS,
+    429: OpenApiResponse(EnvelopeSerializer, description="The agent's own request rate."),
 }
 
 
@@ -114,6 +122,7 @@ class ExecutionDetailApi(APIView):
         responses={
             200: EnvelopeSerializer,
             404: OpenApiResponse(EnvelopeSerializer, description="No such execution."),
+            **ALWAYS_ERRORS,
         },
     )
     def get(self, request: Request, execution_id: UUID) -> Response:

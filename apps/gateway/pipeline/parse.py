@@ -9,7 +9,7 @@ from typing import Any
 
 from apps.common.errors import ErrorDetail, InvalidArgsError, InvalidJsonError
 
-from .text import clip, quote
+from .text import clip, pointer, quote
 
 MAX_DEPTH = 32
 
@@ -135,16 +135,48 @@ def _too_deep() -> InvalidArgsError:
     )
 
 
+def _nul_character(value: dict[str, Any]) -> InvalidArgsError:
+    # PostgreSQL can store no NUL in text or jsonb: refused here, with its place, rather than
+    # failing later in the ledger or the invocation log.
+    return InvalidArgsError(
+        "The arguments contain a NUL character (\\u0000), which no field accepts.",
+        hint="Remove the \\u0000 characters from the value named in details and call again.",
+        details=[ErrorDetail(path=pointer(_nul_path(value)), problem="contains a NUL character (\\u0000)")],
+    )
+
+
+def _nul_path(value: Any) -> list[str | int]:
+    """Where the first NUL is (keys named without it); only looked for once one was seen."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str) and "\x00" in node:
+            return path
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if "\x00" in key:
+                    return [*path, key.replace("\x00", "")]
+                stack.append((child, [*path, key]))
+        elif isinstance(node, list):
+            stack.extend((child, [*path, index]) for index, child in enumerate(node))
+    return []
+
+
 def _check_tree(value: dict[str, Any]) -> None:
-    """Depth and number checks without recursion, for objects that did not come from `_loads`."""
+    """Depth, NUL and number checks without recursion, also for objects that did not come from
+    `_loads`."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict | list):
             if depth > MAX_DEPTH:
                 raise _too_deep()
+            if isinstance(node, dict) and any("\x00" in key for key in node):
+                raise _nul_character(value)
             children = node.values() if isinstance(node, dict) else node
             stack.extend((child, depth + 1) for child in children)
+        elif isinstance(node, str) and "\x00" in node:
+            raise _nul_character(value)
         elif isinstance(node, float) and not math.isfinite(node):
             # Also what a literal like 1e400 becomes after parsing.
             raise InvalidJsonError(

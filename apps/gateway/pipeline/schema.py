@@ -10,15 +10,15 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.protocols import Validator
 
+from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems, search
 from apps.common.errors import ErrorDetail, InvalidArgsError, UnavailableError
 from apps.gateway.contracts import VersionSpec, thaw
 
@@ -29,7 +29,7 @@ VALIDATOR_CACHE_SIZE = 512
 MAX_DETAILS = 50
 MAX_HINT_PARTS = 8
 
-_validators: OrderedDict[str, Draft202012Validator] = OrderedDict()
+_validators: OrderedDict[str, Validator] = OrderedDict()
 _validators_lock = threading.Lock()
 
 _DATE_EXAMPLE = "2026-01-31"
@@ -91,11 +91,20 @@ def _cache_key(version: VersionSpec) -> str:
     return "content:" + hashlib.sha256(content.encode()).hexdigest()
 
 
-def compiled_validator(version: VersionSpec) -> Draft202012Validator:
+def _unusable(version: VersionSpec, problem: str) -> UnavailableError:
+    return UnavailableError(
+        f"{version.tool_name} v{version.number} cannot be called: its parameters schema {problem}.",
+        hint="This is a problem in the tool's definition, not in your call: do not retry. "
+        "Use another tool or tell the user this action is unavailable for now.",
+    )
+
+
+def compiled_validator(version: VersionSpec) -> Validator:
     """The validator of this version's revision, built on first use and kept in memory.
 
-    Raises UnavailableError when the stored schema is not valid JSON Schema (a curator's
-    mistake that slipped past the save-time check): nothing runs unvalidated.
+    Raises UnavailableError when the stored schema is not valid JSON Schema, or has a
+    pattern RE2 cannot run (a curator's mistake that slipped past the save-time check):
+    nothing runs unvalidated.
     """
     key = _cache_key(version)
     with _validators_lock:
@@ -105,15 +114,13 @@ def compiled_validator(version: VersionSpec) -> Draft202012Validator:
             return cached
     schema = validation_schema(version)
     try:
-        Draft202012Validator.check_schema(schema)
+        ToolSchemaValidator.check_schema(schema)
     except SchemaError:
-        raise UnavailableError(
-            f"{version.tool_name} v{version.number} cannot be called: its parameters schema is "
-            "not valid JSON Schema.",
-            hint="This is a problem in the tool's definition, not in your call: do not retry. "
-            "Use another tool or tell the user this action is unavailable for now.",
-        ) from None
-    built = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        raise _unusable(version, "is not valid JSON Schema") from None
+    if schema_pattern_problems(schema):
+        # Stored before patterns were checked on save: never matched by a backtracking engine.
+        raise _unusable(version, "has patterns ToolHub cannot match in linear time")
+    built = ToolSchemaValidator(schema, format_checker=FORMAT_CHECKER)
     with _validators_lock:
         validator = _validators.setdefault(key, built)
         _validators.move_to_end(key)
@@ -264,7 +271,7 @@ class _Explainer:
         properties = list(schema.get("properties") or {})
         patterns = list(schema.get("patternProperties") or {})
         unknown = [
-            key for key in instance if key not in properties and not any(re.search(p, key) for p in patterns)
+            key for key in instance if key not in properties and not any(search(p, key) for p in patterns)
         ]
         # The model never saw session-bound fields; listing them would invite it to send them.
         allowed = [name for name in properties if path or name not in self.bound]

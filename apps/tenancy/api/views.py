@@ -23,6 +23,19 @@ MAX_ATTRIBUTES_CHARS = 4096
 _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
+def _contains_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str) and "\x00" in node:
+            return True
+        if isinstance(node, dict):
+            stack.extend([*node.keys(), *node.values()])
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 class SessionCreateApi(APIView):
     """POST /api/v1/sessions: a signed token saying who the end user is, for this agent only."""
 
@@ -57,6 +70,10 @@ class SessionCreateApi(APIView):
                 raise serializers.ValidationError(
                     f"Attribute names may only use letters, digits and '_': {', '.join(bad)}."
                 )
+            if _contains_nul(value):
+                raise serializers.ValidationError(
+                    "Attributes cannot contain NUL characters (\\u0000): tools may store what they bind."
+                )
             if len(json.dumps(value, separators=(",", ":"))) > MAX_ATTRIBUTES_CHARS:
                 raise serializers.ValidationError(
                     f"Attributes are longer than {MAX_ATTRIBUTES_CHARS} characters as JSON; "
@@ -90,8 +107,7 @@ class SessionCreateApi(APIView):
         request=InputSerializer,
         responses={
             201: OutputSerializer,
-            400: ErrorEnvelopeSerializer,
-            401: ErrorEnvelopeSerializer,
+            **{status: ErrorEnvelopeSerializer for status in (400, 401, 413, 415, 503)},
         },
         examples=[
             OpenApiExample(

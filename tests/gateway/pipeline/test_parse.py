@@ -138,3 +138,22 @@ def test_a_huge_broken_text_is_not_echoed():
         parse_arguments('{"q": "' + "x" * 100_000 + '" oops}')
 
     assert len(caught.value.message) < 300
+
+
+@pytest.mark.parametrize(
+    "raw, path",
+    [
+        ('{"q": "a\\u0000b"}', "/q"),
+        ({"items": [1, {"ke\x00y": 2}]}, "/items/1/key"),
+        ({"a": {"b": ["ok", "x\x00"]}}, "/a/b/1"),
+    ],
+    ids=["in a string of JSON text", "in a key of an object", "in a nested value"],
+)
+def test_nul_characters_are_invalid_args_naming_where(raw, path):
+    # PostgreSQL stores no NUL: caught here, not as a failed ledger or log write later.
+    with pytest.raises(InvalidArgsError) as caught:
+        parse_arguments(raw)
+
+    envelope = assert_actionable(caught.value, kind="invalid_args", recoverable=True)
+    assert "NUL" in caught.value.message
+    assert envelope["details"][0]["path"] == path
