@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench profile clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,6 @@ clean:
 
 bench: $(VENV)/.installed-dev
 	scripts/bench.sh
+
+profile: $(VENV)/.installed-dev
+	scripts/bench.sh --profile
