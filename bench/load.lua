@@ -1,12 +1,12 @@
 -- wrk script of `make bench`: one kind of request per run, chosen by the first script
 -- argument (after `--`):
 --   search                 governed invoke of search_orders, a new task per request
---   cancel <first order>   governed invoke of cancel_order, a new task and order per request
---   bare_cancel <first>    the shop's ungoverned POST /demo/orders/cancel, a new order per request
---   replay <body>          the same governed invoke again and again (a committed key)
+--   cancel <first> <range>       governed invoke of cancel_order, a new task and order per request
+--   bare_cancel <first> <range>  the shop's ungoverned POST /demo/orders/cancel, a new order per request
+--   replay <body>                the same governed invoke again and again (a committed key)
 -- Task ids are random, as real ones are, so the ledger's key indexes see random inserts.
--- Each thread cancels its own range of ORDER_RANGE orders, so no order is cancelled twice.
-local ORDER_RANGE = 50000
+-- Thread n cancels orders first + (n - 1) * range onwards, at most range of them, so no
+-- order is cancelled twice.
 local threads = {}
 local counter = 0
 
@@ -19,7 +19,8 @@ function init(args)
   kind = args[1]
   math.randomseed(os.time() * 1000 + id)
   if kind == "cancel" or kind == "bare_cancel" then
-    first_order = tonumber(args[2]) + (id - 1) * ORDER_RANGE
+    order_range = tonumber(args[3])
+    first_order = tonumber(args[2]) + (id - 1) * order_range
   elseif kind == "replay" then
     fixed_body = args[2]
   end
@@ -33,7 +34,7 @@ local function task_id()
 end
 
 local function next_order()
-  if counter >= ORDER_RANGE then error("thread " .. id .. " ran out of orders to cancel") end
+  if counter > order_range then error("thread " .. id .. " ran out of orders to cancel") end
   return string.format("ORD-%06d", first_order + counter - 1)
 end
 

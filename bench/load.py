@@ -9,7 +9,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 LUA = ROOT / "bench" / "load.lua"
+WRK_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,16 @@ class Load:
     p50_ms: float
     p99_ms: float
     requests: int
+
+    @classmethod
+    def of_turns(cls, turns: Sequence[Load]) -> Load:
+        """Several equally long runs of one load as one: mean throughput, median p50, worst p99."""
+        return cls(
+            rps=statistics.mean(t.rps for t in turns),
+            p50_ms=statistics.median(t.p50_ms for t in turns),
+            p99_ms=max(t.p99_ms for t in turns),
+            requests=sum(t.requests for t in turns),
+        )
 
 
 @dataclass(frozen=True)
@@ -83,19 +94,19 @@ def wrk(
     seconds: int,
     connections: int,
     kind: str | None = None,
-    argument: str | None = None,
+    script_args: Sequence[str] = (),
 ) -> Load:
-    """Load `path` for `seconds` with `connections` (wrk: 2 threads, 1 with 1 connection).
+    """Load `path` for `seconds` with `connections` (wrk: WRK_THREADS threads at most).
 
-    `kind` and `argument` select the request load.lua makes; without them, a plain GET.
+    `kind` and `script_args` select the request load.lua makes; without them, a plain GET.
     Stops the benchmark when any answer was not the expected success.
     """
-    threads = min(2, connections)
+    threads = min(WRK_THREADS, connections)
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency"]
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
     if kind:
-        command += ["-s", str(LUA), base_url + path, "--", kind, *([argument] if argument else [])]
+        command += ["-s", str(LUA), base_url + path, "--", kind, *script_args]
     else:
         command.append(base_url + path)
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout

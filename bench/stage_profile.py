@@ -59,6 +59,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("apps.gateway.counters", "count_rate", "counters (cache)"),
     ("apps.gateway.counters", "count_call", "counters (cache)"),
     ("apps.gateway.counters", "mark_done", "counters (cache)"),
+    ("apps.gateway.services", "ledger_entry_for_call", "ledger: replay lookup"),
     ("apps.gateway.services", "ledger_open_intent", "ledger: intent"),
     ("apps.gateway.services", "ledger_record_outcome", "ledger: outcome"),
     ("apps.gateway.services", "execute", "executor (thread hop)"),
