@@ -17,6 +17,8 @@ WORKERS = int(os.environ.get("BENCH_WORKERS", str(2 * (os.cpu_count() or 1))))
 LEDGER_SMALL = 10_000
 LEDGER_LARGE = int(os.environ.get("BENCH_LEDGER_ROWS", "1000000"))
 PROFILE_CALLS = int(os.environ.get("BENCH_PROFILE_CALLS", "200"))
+# An admin page slower than this on its first load is not loaded five times more.
+SLOW_PAGE_S = 5
 PORT = int(os.environ.get("BENCH_PORT", "8765"))
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/toolhub_bench")
 ENV = {
