@@ -56,27 +56,33 @@ class Timings:
         return max(self.samples)
 
 
+SERVER_LOG = ROOT / "var" / "bench-gunicorn.log"
+
+
 @contextmanager
 def gunicorn(*, port: int, workers: int, env: dict[str, str]) -> Iterator[str]:
-    """The app under gunicorn (sync workers) on loopback; yields its base URL."""
+    """The app under gunicorn (sync workers) on loopback; yields its base URL. What the
+    server says (worker timeouts, warnings) goes to SERVER_LOG, not into the report."""
     base_url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("gunicorn")), "toolhub.wsgi", "-b", f"127.0.0.1:{port}",
-         "-w", str(workers), "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )
-    try:
-        _wait_until_up(base_url, server)
-        yield base_url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    SERVER_LOG.parent.mkdir(exist_ok=True)
+    with open(SERVER_LOG, "w") as log:
+        server = subprocess.Popen(
+            [str(Path(sys.executable).with_name("gunicorn")), "toolhub.wsgi", "-b", f"127.0.0.1:{port}",
+             "-w", str(workers), "--log-level", "warning"],
+            cwd=ROOT, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_until_up(base_url, server)
+            yield base_url
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
 
 
 def _wait_until_up(base_url: str, server: subprocess.Popen) -> None:
     for _ in range(150):
         if server.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {server.returncode}; is port {base_url} free?")
+            raise SystemExit(f"gunicorn exited ({server.returncode}); is {base_url} free? See {SERVER_LOG}.")
         try:
             if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
                 return

@@ -217,7 +217,8 @@ def _admin_page(admin: httpx.Client, name: str, path: str) -> AdminPage:
     if response.status_code == 404:
         return AdminPage(name, None, "not on this branch")
     if response.status_code != 200:
-        return AdminPage(name, None, f"answered {response.status_code}")
+        # e.g. 500 when gunicorn's worker timeout (30 s) interrupted the page (bench-gunicorn.log).
+        return AdminPage(name, None, f"answered {response.status_code} after {first.max_ms / 1000:.0f} s")
     if first.max_ms > SLOW_PAGE_S * 1000:
         return AdminPage(name, first, "loaded once: too slow to repeat")
     return AdminPage(name, stopwatch(lambda _: admin.get(path), times=5))
