@@ -176,7 +176,7 @@ def ledger_at(rows: int) -> int:
     ledger_fill(rows=rows, target=target, progress=say)
     started = time.monotonic()
     ledger_vacuum_analyze()
-    say(f"  VACUUM ANALYZE: {time.monotonic() - started:.0f} s")
+    say(f"  VACUUM ANALYZE, CHECKPOINT: {time.monotonic() - started:.0f} s")
     return ledger_rows()
 
 
