@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench soak clean
+.PHONY: run test lint bench profile soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ clean:
 
 bench: $(VENV)/.installed-dev
 	scripts/bench.sh
+
+profile: $(VENV)/.installed-dev
+	scripts/bench.sh --profile
 
 # Not part of `make test`: about 2 minutes (SOAK_SECONDS of load, then reconciliation).
 soak: $(VENV)/.installed-dev

@@ -9,4 +9,4 @@ if ! command -v wrk >/dev/null 2>&1; then
   echo "Installing wrk (the load generator) from Debian's packages…"
   apt-get install -y -q wrk >/dev/null || { echo "Install wrk: apt-get install wrk" >&2; exit 1; }
 fi
-exec .venv/bin/python bench/run.py "$@"
+exec .venv/bin/python -m bench.run "$@"

@@ -12,18 +12,17 @@ endpoint can be taken down with `services.set_status_endpoint_down`.
 
 from __future__ import annotations
 
-import hmac
 import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
+from .api_keys import demo_api_key_matches
 from .models import DemoRefund
 from .selectors import refund_get_by_key, status_endpoint_is_down
 from .services import RefundRefused, refund_create
@@ -62,11 +61,6 @@ def _refund_json(refund: DemoRefund) -> dict[str, Any]:
         "idempotency_key": refund.idempotency_key,
         "created_at": refund.created_at.isoformat(),
     }
-
-
-def _authorized(request: HttpRequest) -> bool:
-    expected = f"Bearer {settings.TOOLHUB_SECRETS['DEMO_PAYMENTS_API_KEY']}"
-    return hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected.encode())
 
 
 def _knobs(request: HttpRequest) -> _Knobs:
@@ -111,7 +105,7 @@ class RefundsView(View):
     http_method_names = ["get", "post"]
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not _authorized(request):
+        if not demo_api_key_matches(request.headers.get("Authorization", "")):
             return _error(401, "unauthorized", "Send 'Authorization: Bearer <API key>' with a valid key.")
         try:
             return super().dispatch(request, *args, **kwargs)

@@ -175,3 +175,6 @@ class PreparedCall:
     approval_reason: str | None = None
     # Another tool requires this one earlier in a task: remember when it succeeds.
     is_prerequisite: bool = True
+    # This call id with these arguments already passed validation in this task: a retry,
+    # which the ledger most likely answers from an existing entry.
+    seen_before: bool = False

@@ -85,8 +85,11 @@ def task_history(
     )
 
 
-def _incr(key: str, ttl_s: int) -> int:
-    """Increment a counter in one round trip in the common case (the key exists)."""
+def _incr(key: str, ttl_s: int, *, likely_new: bool = False) -> int:
+    """Increment a counter, creating it with `ttl_s`: one round trip in the likely case (the
+    key exists or, with `likely_new`, it does not yet)."""
+    if likely_new and cache.add(key, 1, ttl_s):
+        return 1
     try:
         return int(cache.incr(key))
     except ValueError:
@@ -100,7 +103,8 @@ def count_call(
 ) -> None:
     """Count a call that went on to execution."""
     tool = call.version.tool_name
-    _incr(_identical_key(tenant_id, task_id, tool, call.args_hash), _TASK_TTL_S)
+    # Most calls are not repeats: the identical-call counter is usually new.
+    _incr(_identical_key(tenant_id, task_id, tool, call.args_hash), _TASK_TTL_S, likely_new=True)
     if needs.task_calls:
         _incr(_task_calls_key(tenant_id, task_id, tool), _TASK_TTL_S)
     if needs.subject_calls:

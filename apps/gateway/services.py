@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +40,7 @@ from apps.common.errors import (
 from apps.common.request_context import in_current_context
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 from apps.ledger.reconciliation import execution_request_for
+from apps.ledger.selectors import ledger_entry_for_call
 from apps.ledger.services import (
     ApprovalSpec,
     IntentSpec,
@@ -189,10 +190,11 @@ def prepare_call(
         if first_sight and not options.dry_run:
             counters.forget_call(tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared)
         raise
-    if first_sight:
-        counters.count_call(
-            tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
-        )
+    if not first_sight:
+        return replace(prepared, seen_before=True)
+    counters.count_call(
+        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
+    )
     return prepared
 
 
@@ -346,6 +348,13 @@ def run_ledgered(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
             expires_s=approval_expires_s(version, settings.TOOLHUB_APPROVAL_EXPIRES_S),
         )
     run_async = approval is not None or version.mode == "async" or options.wait_s > 0
+    if prepared.seen_before:
+        # A retry: one read answers it, where an INSERT would fail on the key and roll back.
+        existing = ledger_entry_for_call(
+            tenant_id=principal.tenant_id, task_id=options.task_id, call_id=call.call_id
+        )
+        if existing is not None:
+            return _replay(existing, key, prepared)
     opened = ledger_open_intent(
         spec=IntentSpec(
             tenant_id=principal.tenant_id,

@@ -1,0 +1,57 @@
+"""What the bench sends: who it is (agent key, sessions, the shop's key) and the call bodies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from apps.demo_shop.services import SeedResult
+from apps.tenancy.models import Agent
+from apps.tenancy.services import session_mint
+
+from .seed import BENCH_USER, order_id
+
+
+@dataclass(frozen=True)
+class Access:
+    admin_username: str
+    admin_password: str
+    search: dict[str, str]  # HTTP headers: agent key and a session of u-1001 (the demo's orders)
+    cancel: dict[str, str]  # HTTP headers: agent key and a session of the bench user (orders to cancel)
+    shop: dict[str, str]  # HTTP headers: the demo shop's own API key
+
+
+def access_of(demo: SeedResult) -> Access:
+    agent = Agent.objects.get(tenant__slug="demo", name="support-bot")
+
+    def headers(subject: str) -> dict[str, str]:
+        token, _ = session_mint(
+            tenant_id=agent.tenant_id, agent_id=agent.pk, subject=subject, attributes={}, ttl_s=86_400
+        )
+        return {"Authorization": f"Bearer {demo.agent_key}", "Content-Type": "application/json",
+                "X-ToolHub-Session": token}
+
+    return Access(
+        admin_username=demo.admin_username,
+        admin_password=demo.admin_password,
+        search=headers("u-1001"),
+        cancel=headers(BENCH_USER),
+        shop={"Authorization": f"Bearer {settings.TOOLHUB_SECRETS['DEMO_PAYMENTS_API_KEY']}",
+              "Content-Type": "application/json"},
+    )
+
+
+def invoke_body(task_id: str, tool: str, arguments: str, call_id: str = "c1") -> str:
+    return json.dumps({"task_id": task_id, "call": {"id": call_id, "name": tool, "arguments": arguments}})
+
+
+def cancel_arguments(order_number: int) -> str:
+    return json.dumps({"order_id": order_id(order_number), "reason": "customer_request"})
+
+
+def bare_cancel_body(order_number: int) -> str:
+    return json.dumps(
+        {"user_id": BENCH_USER, "order_id": order_id(order_number), "reason": "customer_request"}
+    )
