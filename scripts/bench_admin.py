@@ -77,15 +77,19 @@ def fill(rows: int) -> None:
             print(f"already filled with {rows} rows", file=sys.stderr)
             return
         cursor.execute("DROP TABLE IF EXISTS bench_targets")
-        cursor.execute("CREATE TEMP TABLE bench_targets (n int, tenant_id bigint, agent_id bigint, tool text, "
-                       "tool_id bigint, version_id bigint)")
+        cursor.execute(
+            "CREATE TEMP TABLE bench_targets (n int, tenant_id bigint, agent_id bigint, tool text, "
+            "tool_id bigint, version_id bigint)"
+        )
         for n, target in enumerate(targets):
             cursor.execute("INSERT INTO bench_targets VALUES (%s, %s, %s, %s, %s, %s)", [n, *target])
         started = time.perf_counter()
         cursor.execute(FILL.replace("ROWS", str(rows)).replace("TARGETS", str(len(targets))))
         cursor.execute("ANALYZE audit_invocation; ANALYZE ledger_ledgerentry;")
-        print(f"inserted {rows} invocations and {rows} ledger entries in "
-              f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
+        print(
+            f"inserted {rows} invocations and {rows} ledger entries in {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
 
 
 PAGES = [
@@ -123,10 +127,15 @@ def main() -> None:
     if "DATABASE_URL" not in os.environ or connection.vendor != "postgresql":
         sys.exit("Set DATABASE_URL to a scratch PostgreSQL database: this script fills it.")
     fill(args.rows)
-    root, _ = User.objects.get_or_create(username="bench-root", defaults={"is_staff": True, "is_superuser": True})
+    root, _ = User.objects.get_or_create(
+        username="bench-root", defaults={"is_staff": True, "is_superuser": True}
+    )
     staff, _ = User.objects.get_or_create(username="bench-staff", defaults={"is_staff": True})
-    staff.user_permissions.set(__import__("django.contrib.auth.models", fromlist=["Permission"])
-                               .Permission.objects.filter(content_type__app_label__in=["ledger", "audit"]))
+    staff.user_permissions.set(
+        __import__("django.contrib.auth.models", fromlist=["Permission"]).Permission.objects.filter(
+            content_type__app_label__in=["ledger", "audit"]
+        )
+    )
     StaffScope.objects.update_or_create(user=staff, defaults={"tenant": Tenant.objects.get(slug="demo")})
     version = ToolVersion.objects.get(tool__name="search_orders", status="published")
     with connection.cursor() as cursor:
