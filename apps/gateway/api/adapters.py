@@ -20,7 +20,7 @@ from apps.gateway.contracts import ToolCall
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.tenancy.sessions import SESSION_HEADER
 
-from .serializers import MAX_CALLS_PER_BATCH, EnvelopeSerializer
+from .serializers import MAX_CALLS_PER_BATCH, EnvelopeSerializer, TaskScopeSerializer
 from .views import BODY_ERRORS, SESSION_PARAMETER
 
 _ERRORS = {
@@ -42,12 +42,7 @@ def _unique_ids(ids: list[str]) -> None:
         raise serializers.ValidationError(f"tool call ids must be unique; repeated: {', '.join(repeated)}")
 
 
-class _TurnInput(serializers.Serializer):
-    task_id = serializers.CharField(
-        max_length=200, help_text="The agent's task (conversation); scopes idempotency, loops and budgets."
-    )
-    toolset = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
-    phase = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+class _TurnInput(TaskScopeSerializer):
     budget_chars = serializers.IntegerField(
         required=False,
         default=None,

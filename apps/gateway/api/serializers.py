@@ -19,12 +19,17 @@ class CallSerializer(serializers.Serializer):
     )
 
 
-class _CommonInput(serializers.Serializer):
+class TaskScopeSerializer(serializers.Serializer):
+    """Where the calls of a request belong: the task, and the toolset and phase in force."""
+
     task_id = serializers.CharField(
         max_length=200, help_text="The agent's task (conversation); scopes idempotency, loops and budgets."
     )
     toolset = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     phase = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+
+
+class _CommonInput(TaskScopeSerializer):
     dry_run = serializers.BooleanField(
         required=False, default=False, help_text="Stop after validation and say what would run."
     )
