@@ -20,6 +20,8 @@ ALLOWED: dict[str, str] = {
     "production requires TOOLHUB_METRICS_TOKEN (tests/ops/test_metrics.py).",
     "demo/payments/refunds": "The demo's fake payments provider: an external system with its own key.",
     "demo/orders/search": "The demo shop's own ungoverned order search (the bench baseline): demo data only.",
+    "demo/orders/cancel": "The demo shop's own ungoverned cancel (the write bench baseline), behind the "
+    "shop's API key: demo data only.",
     "admin/(?P<url>.*)$": "The admin's catch-all: a 404 or a login redirect for URLs nobody registered.",
 }
 
