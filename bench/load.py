@@ -23,21 +23,41 @@ WRK_THREADS = 2
 
 @dataclass(frozen=True)
 class Load:
-    """What wrk measured: throughput and latency percentiles."""
+    """What wrk measured (throughput, latency percentiles), and the CPU seconds the app
+    server and the database spent meanwhile (bench/cpu.py)."""
 
     rps: float
     p50_ms: float
     p99_ms: float
     requests: int
+    app_cpu_s: float = 0.0
+    db_cpu_s: float = 0.0
+
+    @property
+    def app_cpu_ms(self) -> float:
+        """App server CPU per request."""
+        return self.app_cpu_s * 1000 / self.requests
+
+    @property
+    def db_cpu_ms(self) -> float:
+        """PostgreSQL CPU per request."""
+        return self.db_cpu_s * 1000 / self.requests
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.app_cpu_ms + self.db_cpu_ms
 
     @classmethod
     def of_turns(cls, turns: Sequence[Load]) -> Load:
-        """Several equally long runs of one load as one: mean throughput, median p50, worst p99."""
+        """Several equally long runs of one load as one: mean throughput, median p50, worst
+        p99, CPU summed."""
         return cls(
             rps=statistics.mean(t.rps for t in turns),
             p50_ms=statistics.median(t.p50_ms for t in turns),
             p99_ms=max(t.p99_ms for t in turns),
             requests=sum(t.requests for t in turns),
+            app_cpu_s=sum(t.app_cpu_s for t in turns),
+            db_cpu_s=sum(t.db_cpu_s for t in turns),
         )
 
 
@@ -59,10 +79,16 @@ class Timings:
 SERVER_LOG = ROOT / "var" / "bench-gunicorn.log"
 
 
+@dataclass(frozen=True)
+class Server:
+    base_url: str
+    process_group: int
+
+
 @contextmanager
-def gunicorn(*, port: int, workers: int, env: dict[str, str]) -> Iterator[str]:
-    """The app under gunicorn (sync workers) on loopback; yields its base URL. What the
-    server says (worker timeouts, warnings) goes to SERVER_LOG, not into the report."""
+def gunicorn(*, port: int, workers: int, env: dict[str, str]) -> Iterator[Server]:
+    """The app under gunicorn (sync workers) on loopback, in a process group of its own.
+    What the server says (worker timeouts, warnings) goes to SERVER_LOG, not into the report."""
     base_url = f"http://127.0.0.1:{port}"
     SERVER_LOG.parent.mkdir(exist_ok=True)
     with open(SERVER_LOG, "w") as log:
@@ -73,7 +99,7 @@ def gunicorn(*, port: int, workers: int, env: dict[str, str]) -> Iterator[str]:
         )
         try:
             _wait_until_up(base_url, server)
-            yield base_url
+            yield Server(base_url=base_url, process_group=server.pid)
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=30)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import httpx
+from django.db import connection
 
 from apps.ledger.models import LedgerEntry, LedgerEvent
 
@@ -27,8 +28,9 @@ from .config import (
     load_average,
     say,
 )
+from .cpu import CpuMeter, process_group, spent
 from .ledger_fill import fill_target, ledger_empty, ledger_fill, ledger_rows, ledger_vacuum_analyze
-from .load import WRK_THREADS, Load, Timings, admin_client, stopwatch, wrk
+from .load import WRK_THREADS, Load, Server, Timings, admin_client, stopwatch, wrk
 from .report import AdminPage, Report
 from .seed import BENCH_USER, ORDER_SLOT_SIZE, order_slot
 
@@ -47,9 +49,18 @@ class Target:
     connections: int = CONNECTIONS
 
 
-def take_turns(base_url: str, targets: list[Target], *, seconds: int, rounds: int) -> dict[str, Load]:
+def _database_backends() -> list[int]:
+    """The PostgreSQL backends connected to the bench database (the server's connections)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def take_turns(server: Server, targets: list[Target], *, seconds: int, rounds: int) -> dict[str, Load]:
     """Run the targets one after another, `rounds` times, for seconds / rounds each, so that
-    a change in the machine's load meanwhile weighs on all of them alike."""
+    a change in the machine's load meanwhile weighs on all of them alike; with the CPU the
+    server and the database spent on each."""
+    meter = CpuMeter(app_pids=lambda: process_group(server.process_group), db_pids=_database_backends)
     turns: dict[str, list[Load]] = {t.key: [] for t in targets}
     # A target's slot is shared out among its rounds and wrk threads: no order twice.
     per_thread = ORDER_SLOT_SIZE // (rounds * WRK_THREADS)
@@ -61,21 +72,26 @@ def take_turns(base_url: str, targets: list[Target], *, seconds: int, rounds: in
                 script_args = [str(first), str(per_thread)]
             elif target.body is not None:
                 script_args = [target.body]
-            turns[target.key].append(wrk(
-                base_url, target.path, headers=target.headers, seconds=max(seconds // rounds, 1),
+            app_before, db_before = meter.sample()
+            load = wrk(
+                server.base_url, target.path, headers=target.headers, seconds=max(seconds // rounds, 1),
                 connections=target.connections, kind=target.kind, script_args=script_args,
-            ))
+            )
+            app_after, db_after = meter.sample()
+            turns[target.key].append(
+                replace(load, app_cpu_s=spent(app_before, app_after), db_cpu_s=spent(db_before, db_after))
+            )
     loads = {key: Load.of_turns(runs) for key, runs in turns.items()}
     for target in targets:
         load = loads[target.key]
         say(f"  {target.name:<48} {load.rps:>7.0f} req/s  p50 {load.p50_ms:>7.2f} ms  "
-            f"p99 {load.p99_ms:>7.2f} ms")
+            f"p99 {load.p99_ms:>7.2f} ms  CPU/req {load.app_cpu_ms:.2f} + {load.db_cpu_ms:.2f} ms")
     return loads
 
 
-def measure_over_http(report: Report, base_url: str, access: Access) -> None:
+def measure_over_http(report: Report, server: Server, access: Access) -> None:
     spare = order_slot(SPARE_SLOT)
-    with httpx.Client(base_url=base_url, timeout=60) as http:
+    with httpx.Client(base_url=server.base_url, timeout=60) as http:
         replayed = invoke_body(f"replay-{uuid.uuid4().hex[:8]}", "cancel_order",
                                cancel_arguments(spare + REPLAYED_ORDER))
         first = http.post("/api/v1/invoke", content=replayed, headers=access.cancel).json()
@@ -95,12 +111,12 @@ def measure_over_http(report: Report, base_url: str, access: Access) -> None:
                    access.cancel, kind="cancel", slot=4),
         ]
         say(f"Warm-up (load average {load_average()}):")
-        take_turns(base_url, [*reads, replace(writes[0], slot=1), replace(writes[1], slot=2)],
+        take_turns(server, [*reads, replace(writes[0], slot=1), replace(writes[1], slot=2)],
                    seconds=WARM_UP_SECONDS, rounds=1)
         say(f"Load runs, {ROUNDS} turns each (load average {load_average()}):")
         report.loads = {
-            **take_turns(base_url, reads, seconds=SECONDS, rounds=ROUNDS),
-            **take_turns(base_url, writes, seconds=SECONDS, rounds=ROUNDS),
+            **take_turns(server, reads, seconds=SECONDS, rounds=ROUNDS),
+            **take_turns(server, writes, seconds=SECONDS, rounds=ROUNDS),
         }
         report.batch_reads = batch_of_reads(http, access)
         report.writes_in_order = batch_of_writes(http, access, first_order=spare + BATCH_ORDERS)
@@ -108,7 +124,7 @@ def measure_over_http(report: Report, base_url: str, access: Access) -> None:
     for rows, slots in ((LEDGER_SMALL, (5, 8)), (LEDGER_LARGE, (6, 9))):
         report.ledger_rows[rows] = ledger_at(rows)
         say(f"  at {report.ledger_rows[rows]:,} ledger rows (load average {load_average()}):")
-        report.ledger[rows] = take_turns(base_url, [
+        report.ledger[rows] = take_turns(server, [
             Target("write_c1", "governed cancel_order, 1 connection", "/api/v1/invoke", access.cancel,
                    kind="cancel", slot=slots[1], connections=1),
             Target("write", f"governed cancel_order, {CONNECTIONS} connections", "/api/v1/invoke",
@@ -116,7 +132,7 @@ def measure_over_http(report: Report, base_url: str, access: Access) -> None:
             Target("search_c1", "control: governed search_orders, 1 connection", "/api/v1/invoke",
                    access.search, kind="search", connections=1),
         ], seconds=SECONDS, rounds=ROUNDS)
-    report.admin = admin_pages(base_url, access)
+    report.admin = admin_pages(server.base_url, access)
 
 
 def _batch(

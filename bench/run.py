@@ -62,8 +62,8 @@ def main() -> None:
     bench_seed()
     report = Report(load_average={"start": started_at}, machine=machine_facts())
     if not profile_only:
-        with gunicorn(port=PORT, workers=WORKERS, env=ENV) as base_url:
-            measure_over_http(report, base_url, access)
+        with gunicorn(port=PORT, workers=WORKERS, env=ENV) as server:
+            measure_over_http(report, server, access)
     report.profile = profile(access)
     report.load_average["end"] = load_average()
     print_report(report, profile_only=profile_only)
