@@ -65,7 +65,8 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         scheme, _, key = header.partition(" ")
-        if scheme != self.keyword or not key.strip():
+        # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+        if scheme.lower() != self.keyword.lower() or not key.strip():
             raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
         key = key.strip()
         prefix = split_key(key)

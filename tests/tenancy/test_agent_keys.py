@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from rest_framework.test import APIClient
 
 from apps.audit.models import AuditEvent
 from apps.tenancy.models import AgentKey
@@ -36,6 +37,13 @@ def test_an_issued_key_authenticates_and_marks_itself_used(issued):
 
     assert response.status_code == 201
     assert AgentKey.objects.get(pk=issued.key.pk).last_used_at is not None
+
+
+def test_the_auth_scheme_is_case_insensitive(issued):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"bearer {issued.secret}")
+
+    assert client.post(SESSIONS, {"subject": "u-1"}, format="json").status_code == 201
 
 
 def _assert_refused(response, message_part: str) -> None:
