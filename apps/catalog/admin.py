@@ -20,6 +20,7 @@ from django.urls import URLPattern, path
 from apps.common.admin import (
     ObjectButton,
     ObjectButtonsMixin,
+    ReadOnlyInline,
     TenantScopedAdmin,
     ToolHubAdmin,
     UnscopedOnlyAdminMixin,
@@ -61,23 +62,15 @@ VERSION_FIELDSETS = (
 VERSION_MANAGED_FIELDS = ("number", "status", "published_at")
 
 
-class ToolVersionInline(admin.TabularInline):
+class ToolVersionInline(ReadOnlyInline):
     model = ToolVersion
     fields = ("number", "status", "side_effect", "published_at", "updated_at")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
     show_change_link = True
     verbose_name_plural = "versions (open one to publish it or start a new draft from it)"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("tool")
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Tool)

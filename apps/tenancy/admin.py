@@ -16,6 +16,7 @@ from apps.catalog.services import grant_delete, grant_save
 from apps.common.admin import (
     ObjectButton,
     ObjectButtonsMixin,
+    ReadOnlyInline,
     TenantScopedAdmin,
     admin_actor,
     admin_scope,
@@ -57,23 +58,15 @@ class TenantAdmin(TenantScopedAdmin):
         tenant_save(tenant=obj, actor=admin_actor(request))
 
 
-class AgentKeyInline(admin.TabularInline):
+class AgentKeyInline(ReadOnlyInline):
     model = AgentKey
     fields = ("prefix", "label", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
     show_change_link = True
     verbose_name_plural = "keys (issue one with the button above; open a key to revoke it)"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("agent__tenant")
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def _issue_key_message(request: HttpRequest, agent: Agent, label: str) -> None:
