@@ -14,10 +14,11 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record
+from apps.common.db import insert_together
 from apps.common.errors import UpstreamError
 
 from .models import Approval, LedgerEntry, LedgerEvent, LedgerState
@@ -62,49 +63,54 @@ def ledger_open_intent(*, spec: IntentSpec, actor: str) -> OpenedIntent:
     """Record the intent of a side effect, or return the entry already recorded for this call.
 
     Writes a LedgerEntry in state `intent`, its first event and, when the call needs one,
-    its pending Approval, all in one transaction committed before returning (an intent
-    never exists without the approval that gates it). Concurrent duplicates race on the
-    unique constraints; the losers get the winner's row.
+    its pending Approval, all or none, committed before returning (an intent never exists
+    without the approval that gates it); on PostgreSQL in one statement. Concurrent
+    duplicates race on the unique constraints; the losers get the winner's row.
     """
-    try:
-        with transaction.atomic():
-            entry = LedgerEntry.objects.create(
-                tenant_id=spec.tenant_id,
-                agent_id=spec.agent_id,
-                key=spec.key,
-                task_id=spec.task_id,
-                call_id=spec.call_id,
-                tool_id=spec.tool_id,
-                version_id=spec.version_id,
-                subject=spec.subject,
-                args_hash=spec.args_hash,
-                arguments=spec.arguments,
-                state=LedgerState.INTENT,
-                run_async=spec.run_async,
-                claimed_at=None if spec.run_async else timezone.now(),
-            )
-            LedgerEvent.objects.create(
+    entry = LedgerEntry(
+        tenant_id=spec.tenant_id,
+        agent_id=spec.agent_id,
+        key=spec.key,
+        task_id=spec.task_id,
+        call_id=spec.call_id,
+        tool_id=spec.tool_id,
+        version_id=spec.version_id,
+        subject=spec.subject,
+        args_hash=spec.args_hash,
+        arguments=spec.arguments,
+        state=LedgerState.INTENT,
+        run_async=spec.run_async,
+        claimed_at=None if spec.run_async else timezone.now(),
+    )
+    rows: list[models.Model] = [
+        entry,
+        LedgerEvent(
+            entry=entry,
+            from_state="",
+            to_state=LedgerState.INTENT,
+            actor=actor,
+            note=spec.approval.reason if spec.approval else "",
+        ),
+    ]
+    if spec.approval:
+        rows.append(
+            Approval(
                 entry=entry,
-                from_state="",
-                to_state=LedgerState.INTENT,
-                actor=actor,
-                note=spec.approval.reason if spec.approval else "",
+                tenant_id=spec.tenant_id,
+                version_id=spec.version_id,
+                args_hash=spec.args_hash,
+                reason=spec.approval.reason,
+                expires_at=timezone.now() + timedelta(seconds=spec.approval.expires_s),
             )
-            if spec.approval:
-                Approval.objects.create(
-                    entry=entry,
-                    tenant_id=spec.tenant_id,
-                    version_id=spec.version_id,
-                    args_hash=spec.args_hash,
-                    reason=spec.approval.reason,
-                    expires_at=timezone.now() + timedelta(seconds=spec.approval.expires_s),
-                )
-        return OpenedIntent(entry=entry, created=True)
+        )
+    try:
+        insert_together(*rows)
     except IntegrityError:
         existing = LedgerEntry.objects.get(
             tenant_id=spec.tenant_id, task_id=spec.task_id, call_id=spec.call_id
         )
         return OpenedIntent(entry=existing, created=False)
+    return OpenedIntent(entry=entry, created=True)
 
 
 def ledger_record_outcome(

@@ -1,0 +1,120 @@
+"""Writes that must land together, in as few round trips as the database allows.
+
+On PostgreSQL a data-modifying CTE (`WITH a AS (INSERT …) INSERT …`) is one statement, so
+its parts commit together or not at all, in one round trip instead of BEGIN, one per row,
+COMMIT. Other databases (SQLite under `make run`) get the same guarantee from a
+transaction. Outside a transaction a single statement is atomic by itself; inside the
+caller's, it runs in a savepoint so that its failure (a unique key taken) leaves the
+caller's transaction usable, as `transaction.atomic()` would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import connection, models, transaction
+from django.db.models.sql import UpdateQuery
+
+
+def one_statement_writes() -> bool:
+    """Whether the database runs several writes as one statement (data-modifying CTEs)."""
+    return connection.vendor == "postgresql"
+
+
+def insert_together(*instances: models.Model) -> None:
+    """INSERT new rows all or none; an IntegrityError means none was written.
+
+    Instances are written in order (a row may reference an earlier one: Django's foreign
+    keys on PostgreSQL are checked when the statement commits). A primary key the database
+    generates is not read back: give rows you need to find again their key in Python.
+    """
+    if not one_statement_writes():
+        with transaction.atomic():
+            for instance in instances:
+                instance.save(force_insert=True)
+        return
+    parts = [_insert_sql(instance) for instance in instances]
+    *leading, (last_sql, last_params) = parts
+    sql = last_sql
+    params: list[Any] = []
+    if leading:
+        sql = "WITH " + ", ".join(f"w{n} AS ({part})" for n, (part, _) in enumerate(leading)) + " " + last_sql
+        params = [param for _, part_params in leading for param in part_params]
+    params.extend(last_params)
+    with _statement() as cursor:
+        cursor.execute(sql, params)
+    for instance in instances:
+        instance._state.adding = False
+        instance._state.db = connection.alias
+
+
+def update_then_insert(queryset: models.QuerySet, values: dict[str, Any], then: models.Model) -> bool:
+    """UPDATE the rows of `queryset` with `values`; if any moved, INSERT `then` with them.
+
+    Returns whether rows moved. The condition in the queryset (`state = old`) is what makes
+    one of two concurrent movers win: the loser moves nothing and inserts nothing.
+    """
+    if not one_statement_writes():
+        with transaction.atomic():
+            if not queryset.update(**values):
+                return False
+            then.save(force_insert=True)
+            return True
+    update_query = queryset.query.chain(UpdateQuery)
+    update_query.add_update_values(values)
+    update_sql, update_params = update_query.get_compiler(connection.alias).as_sql()
+    pk_column = connection.ops.quote_name(queryset.model._meta.pk.column)
+    columns, placeholders, insert_params = _row(then)
+    sql = (
+        f"WITH moved AS ({update_sql} RETURNING {pk_column}) "
+        f"INSERT INTO {connection.ops.quote_name(then._meta.db_table)} ({columns}) "
+        f"SELECT {placeholders} FROM moved LIMIT 1 RETURNING 1"
+    )
+    with _statement() as cursor:
+        cursor.execute(sql, [*update_params, *insert_params])
+        moved = cursor.fetchone() is not None
+    if moved:
+        then._state.adding = False
+        then._state.db = connection.alias
+    return moved
+
+
+@contextmanager
+def _statement() -> Iterator[Any]:
+    if connection.in_atomic_block:
+        with transaction.atomic(), connection.cursor() as cursor:
+            yield cursor
+    else:
+        with connection.cursor() as cursor:
+            yield cursor
+
+
+def _insert_sql(instance: models.Model) -> tuple[str, Sequence[Any]]:
+    columns, placeholders, params = _row(instance)
+    table = connection.ops.quote_name(instance._meta.db_table)
+    return f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", params
+
+
+def _row(instance: models.Model) -> tuple[str, str, list[Any]]:
+    """Columns, placeholders and parameters of a new row, prepared as Model.save() would."""
+    fields = _new_row_fields(instance)
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    return columns, ", ".join(["%s"] * len(fields)), _values(instance, fields)
+
+
+def _new_row_fields(instance: models.Model) -> list[models.Field]:
+    """The columns a new row is written with: a database-generated primary key (an
+    AutoField still empty) is left to the database."""
+    return [
+        field
+        for field in instance._meta.concrete_fields
+        if not (field.primary_key and getattr(instance, field.attname) is None)
+    ]
+
+
+def _values(instance: models.Model, fields: Sequence[models.Field]) -> list[Any]:
+    """The row's values as the database takes them, filling the model's own on the way
+    (auto_now timestamps), as save() does."""
+    return [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
