@@ -11,8 +11,16 @@ from .models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 
 
 def ledger_entry_for_call(*, tenant_id: int, task_id: str, call_id: str) -> LedgerEntry | None:
-    """The entry recorded for this call id of this task, if any."""
-    return LedgerEntry.objects.filter(tenant_id=tenant_id, task_id=task_id, call_id=call_id).first()
+    """The entry recorded for this call id of this task, if any.
+
+    Written as SQL because this lookup is most of the work of a replay: building the query
+    through the ORM doubled its cost (0.7 ms against 0.35 ms here, docs/performance.md).
+    """
+    entries = LedgerEntry.objects.raw(
+        "SELECT * FROM ledger_ledgerentry WHERE tenant_id = %s AND task_id = %s AND call_id = %s",
+        [tenant_id, task_id, call_id],
+    )
+    return next(iter(entries), None)
 
 
 def ledger_entry_get(*, tenant_id: int, pk: Any) -> LedgerEntry | None:
