@@ -1,9 +1,10 @@
 """The invocation log, written off the invoke hot path.
 
-Rows are queued in memory and written by one background thread with a single bulk INSERT
-per batch, so a call pays no database round trip for its log line. `flush()` writes what is
-queued now (used at shutdown and by tests); with TOOLHUB_INVOCATION_LOG_SYNC the rows are
-written inline instead (the test default, where each test runs in its own transaction).
+Rows are queued in memory and written by one background thread, one bulk write (COPY on
+PostgreSQL) per batch, so a call pays no database round trip for its log line. `flush()`
+writes what is queued now (used at shutdown and by tests); with TOOLHUB_INVOCATION_LOG_SYNC
+the rows are written inline instead (the test default, where each test runs in its own
+transaction).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+
+from apps.common.db import bulk_append
 
 from .models import Invocation
 
@@ -42,23 +45,34 @@ def invocation_record(**fields: Any) -> None:
 
 
 def flush() -> None:
-    """Write every queued row now, in the calling thread."""
+    """Write every queued row now, in the calling thread, and wait for the batch the
+    background writer holds, so that nothing logged before the call is lost at exit."""
     rows: list[Invocation] = []
     while True:
         try:
             rows.append(_queue.get_nowait())
         except queue.Empty:
             break
-    _write(rows)
+    _write_queued(rows)
+    _queue.join()
 
 
 def _write(rows: list[Invocation]) -> None:
     if not rows:
         return
     try:
-        Invocation.objects.bulk_create(rows, batch_size=_BATCH)
+        bulk_append(rows)
     except DatabaseError:
         logger.exception("could not write %d invocation log rows", len(rows))
+
+
+def _write_queued(rows: list[Invocation]) -> None:
+    """Write rows taken from the queue, then mark them done for flush()."""
+    try:
+        _write(rows)
+    finally:
+        for _ in rows:
+            _queue.task_done()
 
 
 def _run_writer() -> None:
@@ -70,7 +84,7 @@ def _run_writer() -> None:
         except queue.Empty:
             pass
         close_old_connections()
-        _write(rows)
+        _write_queued(rows)
 
 
 def _ensure_writer() -> None:
