@@ -12,8 +12,10 @@ WARM_UP_SECONDS = int(os.environ.get("BENCH_WARM_UP_SECONDS", "3"))
 # Loads compared with each other take turns, this many each (over_http.take_turns).
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "8"))
-# gunicorn sync workers: 2 per core, so one waiting on the database or an executor does not idle a core.
+# gunicorn runs with the production configuration (gunicorn.conf.py: gthread workers), 2
+# workers per core so that one waiting on the database or an executor does not idle a core.
 WORKERS = int(os.environ.get("BENCH_WORKERS", str(2 * (os.cpu_count() or 1))))
+THREADS = int(os.environ.get("BENCH_THREADS", "4"))  # gunicorn.conf.py's default
 LEDGER_SMALL = 10_000
 LEDGER_LARGE = int(os.environ.get("BENCH_LEDGER_ROWS", "1000000"))
 PROFILE_CALLS = int(os.environ.get("BENCH_PROFILE_CALLS", "200"))

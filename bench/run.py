@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 
-from .config import DATABASE_URL, ENV, LEDGER_LARGE, LEDGER_SMALL, PORT, WORKERS, load_average, say
+from .config import DATABASE_URL, ENV, LEDGER_LARGE, LEDGER_SMALL, PORT, THREADS, WORKERS, load_average, say
 from .load import gunicorn
 
 
@@ -62,7 +62,7 @@ def main() -> None:
     bench_seed()
     report = Report(load_average={"start": started_at}, machine=machine_facts())
     if not profile_only:
-        with gunicorn(port=PORT, workers=WORKERS, env=ENV) as server:
+        with gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server:
             measure_over_http(report, server, access)
     report.profile = profile(access)
     report.load_average["end"] = load_average()
