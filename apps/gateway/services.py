@@ -164,28 +164,27 @@ def prepare_call(
     # A repeat of a call id already let through (a client retry, concurrent duplicates) is
     # not a new attempt: it passed the state rules and the loop guard the first time, and
     # the ledger answers it. Only a new call id is checked and counted.
-    first_sight = counters.call_first_seen(
-        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, peek=options.dry_run
+    sighting = counters.see_call(
+        tenant_id=principal.tenant_id,
+        agent_id=principal.agent_id,
+        task_id=options.task_id,
+        call=prepared,
+        needs=needs,
+        required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
+        now=now,
+        dry_run=options.dry_run,
     )
+    first_sight = sighting.first_sight
     try:
         if first_sight:
-            history = counters.task_history(
-                tenant_id=principal.tenant_id,
-                task_id=options.task_id,
-                call=prepared,
-                needs=needs,
-                required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
-                now=now,
-            )
-            check_state_rules(bound, version, context, history)
-            check_loop(history, version)
+            check_state_rules(bound, version, context, sighting.history)
+            check_loop(sighting.history, version)
         if options.dry_run:
             return prepared
         limit = context.policy.rate_limit_per_minute or settings.TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE
-        calls, retry_after_s = counters.count_rate(
-            agent_id=principal.agent_id, tool=version.tool_name, now=now
+        check_rate(
+            calls_in_window=sighting.calls_in_window, limit=limit, retry_after_s=sighting.retry_after_s
         )
-        check_rate(calls_in_window=calls, limit=limit, retry_after_s=retry_after_s)
     except ToolHubError:
         if first_sight and not options.dry_run:
             counters.forget_call(tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared)
