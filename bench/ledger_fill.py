@@ -159,11 +159,12 @@ def _insert_chunk(cursor, target: FillTarget, *, first: int, last: int, total: i
         WITH source AS (
             SELECT n, md5(n::text) AS h,
                    now() - interval '1 minute'
-                         - (%(total)s - n) * (interval '{SPREAD_DAYS} days' / %(total)s) AS at,
+                         - (%(total)s::bigint - n)
+                           * (interval '{SPREAD_DAYS} days' / %(total)s::bigint) AS at,
                    CASE WHEN n %% 10000 = 0 THEN 'unknown'
                         WHEN n %% 33 = 0 THEN 'failed'
                         ELSE 'committed' END AS state
-            FROM generate_series(%(first)s, %(last)s) AS n
+            FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS n
         ), entries AS (
             INSERT INTO {ENTRIES} (
                 id, created_at, updated_at, key, task_id, call_id, subject, args_hash, arguments,

@@ -97,7 +97,7 @@ def _insert_orders(*, first: int, last: int) -> None:
                 (order_id, user_id, status, amount_cents, currency, placed_on, cancel_reason)
             SELECT 'ORD-' || lpad(n::text, 6, '0'), %(user)s, 'paid', 1000 + n %% 9000, 'EUR',
                    date '2026-01-01' + (n %% 180), ''
-            FROM generate_series(%(first)s, %(last)s) AS n
+            FROM generate_series(%(first)s::integer, %(last)s::integer) AS n
             ON CONFLICT (order_id) DO NOTHING
             """,
             {"user": BENCH_USER, "first": first, "last": last},
