@@ -85,7 +85,6 @@ def database_from_env(default: str = environ.Env.NOTSET) -> dict:
         # A database host that drops packets would otherwise hang each request for minutes
         # (libpq waits forever by default): give up after a few seconds and answer 503.
         config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
-        config["OPTIONS"].setdefault("server_side_binding", True)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # SQLite is the zero-service demo default: wait for the writer lock instead of failing.
         config.setdefault("OPTIONS", {})["timeout"] = 20
