@@ -57,7 +57,6 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
             raise ValueError(f"Key '{key}' not found.")
         return int(value)
 
-
     def run_batch(self, operations: list[_Operation]) -> list[Any]:
         """The operations as one pipeline: one round trip, each operation atomic on its own."""
         pipeline = self.get_client(write=True).pipeline(transaction=False)

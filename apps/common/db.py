@@ -35,14 +35,11 @@ def insert_together(*instances: models.Model) -> None:
             for instance in instances:
                 instance.save(force_insert=True)
         return
-    parts = [_insert_sql(instance) for instance in instances]
-    *leading, (last_sql, last_params) = parts
-    sql = last_sql
-    params: list[Any] = []
+    statements = [_insert_sql(instance) for instance in instances]
+    *leading, (sql, _) = statements
     if leading:
-        sql = "WITH " + ", ".join(f"w{n} AS ({part})" for n, (part, _) in enumerate(leading)) + " " + last_sql
-        params = [param for _, part_params in leading for param in part_params]
-    params.extend(last_params)
+        sql = "WITH " + ", ".join(f"w{n} AS ({part})" for n, (part, _) in enumerate(leading)) + " " + sql
+    params = [param for _, part_params in statements for param in part_params]
     with _statement() as cursor:
         cursor.execute(sql, params)
     for instance in instances:
