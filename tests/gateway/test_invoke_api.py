@@ -157,6 +157,26 @@ def test_the_agents_rate_per_tool_is_limited(api, agent, publish_tool, session_f
     assert body["retry_after_s"] > 0
 
 
+def test_calls_refused_by_a_rule_count_toward_the_agents_rate(api, agent, publish_tool, session_for):
+    version = publish_tool("lookup")
+    TenantPolicy.objects.create(
+        tenant=agent.tenant, tool=version.tool, rate_limit_per_minute=2, task_call_budget=1
+    )
+    session = session_for("u-1")
+    assert invoke(api, "lookup", '{"query": "a"}', session=session, call_id="c1").json()["status"] == "ok"
+    RUNS.clear()
+    assert_refused(
+        invoke(api, "lookup", '{"query": "b"}', session=session, call_id="c2"), "business_rule", True
+    )
+
+    # A new task is within its budget, but the agent has sent its two calls this minute.
+    assert_refused(
+        invoke(api, "lookup", '{"query": "c"}', session=session, call_id="c3", task_id="t-2"),
+        "rate_limited",
+        True,
+    )
+
+
 def test_a_task_budget_from_the_tenant_policy_is_a_business_rule(api, agent, publish_tool, session_for):
     version = publish_tool("lookup")
     TenantPolicy.objects.create(tenant=agent.tenant, tool=version.tool, task_call_budget=1)
