@@ -99,7 +99,11 @@ def capability_note_unknown_tool(
     if options.dry_run:
         return
     try:
-        catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
+        catalog = agent_catalog(
+            tenant_id=principal.tenant_id,
+            agent_id=principal.agent_id,
+            generation=principal.catalog_generation,
+        )
         source = SOURCE_OUTSIDE if call.name in catalog.callable else SOURCE_UNKNOWN
         capability_request_record(
             tenant_id=principal.tenant_id,

@@ -12,23 +12,27 @@ import time
 from django.core.cache import cache
 from django.db import transaction
 
-_KEY = "toolhub:catalog-generation"
+CATALOG_GENERATION_KEY = "toolhub:catalog-generation"
 
 
-def catalog_generation() -> int:
-    """The current generation; changes (grows) whenever the catalog changes."""
-    generation = cache.get(_KEY)
+def catalog_generation(*, already_read: int | None = None) -> int:
+    """The current generation; changes (grows) whenever the catalog changes.
+
+    `already_read` is the value a caller fetched together with other keys (authentication
+    reads it with the agent key, in one round trip); None reads it now.
+    """
+    generation = already_read if already_read is not None else cache.get(CATALOG_GENERATION_KEY)
     if generation is None:
         # A counter lost to eviction or a flush restarts at the clock in milliseconds, above
         # any value it had before, so a process never mistakes old memos for current ones.
-        cache.add(_KEY, time.time_ns() // 1_000_000, timeout=None)
-        generation = cache.get(_KEY)
+        cache.add(CATALOG_GENERATION_KEY, time.time_ns() // 1_000_000, timeout=None)
+        generation = cache.get(CATALOG_GENERATION_KEY)
     return int(generation)
 
 
 def _bump() -> None:
     try:
-        cache.incr(_KEY)
+        cache.incr(CATALOG_GENERATION_KEY)
     except ValueError:  # the key is missing: start a fresh, larger generation
         catalog_generation()
 

@@ -61,8 +61,9 @@ _MEMO: dict[tuple[int, int, int], AgentCatalog] = {}
 _MEMO_LOCK = threading.Lock()
 
 
-def agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
-    generation = catalog_generation()
+def agent_catalog(*, tenant_id: int, agent_id: int, generation: int | None = None) -> AgentCatalog:
+    """What the agent may call, as of `generation` (read now when not given)."""
+    generation = catalog_generation(already_read=generation)
     memo_key = (generation, tenant_id, agent_id)
     found = _MEMO.get(memo_key)
     if found is None:

@@ -142,7 +142,9 @@ def prepare_call(
     Reads only the catalog (memoized) and the task counters; raises the ToolHubError the
     model should see. Counts the call for loop, budget and quota checks unless dry_run.
     """
-    catalog = agent_catalog(tenant_id=principal.tenant_id, agent_id=principal.agent_id)
+    catalog = agent_catalog(
+        tenant_id=principal.tenant_id, agent_id=principal.agent_id, generation=principal.catalog_generation
+    )
     version = resolve_tool(catalog=catalog, name=call.name, toolset=options.toolset, phase=options.phase)
     context = _context(principal, session, options, catalog.policy_for(version.tool_id), now)
     # Strict exports let models send null for optional fields: null there means "not given".

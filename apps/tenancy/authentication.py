@@ -17,6 +17,8 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from apps.catalog.cache import CATALOG_GENERATION_KEY
+
 from .keys import digest_matches, split_key
 from .models import AgentKey
 from .services import agent_key_cache_key
@@ -35,6 +37,9 @@ class AgentPrincipal:
     tenant_id: int
     tenant_slug: str
     key_id: int
+    # The catalog generation read with the key: the request sees the catalog as of its
+    # authentication, and saves the round trip of reading it again (None: read it then).
+    catalog_generation: int | None = None
 
     is_authenticated = True
 
@@ -42,10 +47,14 @@ class AgentPrincipal:
         return f"{self.tenant_slug}/{self.agent_name}"
 
 
-def _load_key(prefix: str) -> dict | None:
-    cached = cache.get(agent_key_cache_key(prefix))
+def _load_key(prefix: str) -> tuple[dict | None, int | None]:
+    """The key's row (cached), and the catalog generation, read in the same round trip."""
+    key = agent_key_cache_key(prefix)
+    found = cache.get_many([key, CATALOG_GENERATION_KEY])
+    generation = found.get(CATALOG_GENERATION_KEY)
+    cached = found.get(key)
     if cached is not None:
-        return cached or None
+        return cached or None, generation
     row = (
         AgentKey.objects.filter(
             prefix=prefix, revoked_at__isnull=True, agent__active=True, tenant__active=True
@@ -53,8 +62,8 @@ def _load_key(prefix: str) -> dict | None:
         .values("pk", "digest", "agent_id", "agent__name", "tenant_id", "tenant__slug")
         .first()
     )
-    cache.add(agent_key_cache_key(prefix), row or {}, _CACHE_TTL_S)
-    return row
+    cache.add(key, row or {}, _CACHE_TTL_S)
+    return row, generation
 
 
 class AgentKeyAuthentication(authentication.BaseAuthentication):
@@ -70,7 +79,7 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
         key = key.strip()
         prefix = split_key(key)
-        row = _load_key(prefix) if prefix else None
+        row, generation = _load_key(prefix) if prefix else (None, None)
         if row is None or not digest_matches(key, row["digest"]):
             raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
         self._touch(row["pk"])
@@ -80,6 +89,7 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
             tenant_id=row["tenant_id"],
             tenant_slug=row["tenant__slug"],
             key_id=row["pk"],
+            catalog_generation=generation,
         )
         return principal, row["pk"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apps.audit.models import Invocation
+from apps.catalog.services import grant_delete
 from apps.ledger.models import LedgerEntry
 from apps.tenancy.models import TenantPolicy
 from tests.gateway.callables import RUNS
@@ -96,6 +97,23 @@ def test_a_tool_not_granted_to_the_agent_is_forbidden(api, publish_tool, session
 
     assert_refused(
         invoke(api, "admin_tool", '{"query": "x"}', session=session_for("u-1")), "forbidden", False
+    )
+
+
+def test_a_grant_removed_between_two_calls_refuses_the_second(
+    api, publish_tool, session_for, django_capture_on_commit_callbacks
+):
+    version = publish_tool("lookup")
+    session = session_for("u-1")
+    assert invoke(api, "lookup", '{"query": "a"}', session=session, call_id="c1").json()["status"] == "ok"
+    RUNS.clear()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        for grant in version.tool.grants.all():
+            grant_delete(grant=grant, actor="curator")
+
+    assert_refused(
+        invoke(api, "lookup", '{"query": "b"}', session=session, call_id="c2"), "forbidden", False
     )
 
 
