@@ -55,7 +55,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("apps.gateway.services", "check_loop", "validation: rules"),
     ("apps.gateway.services", "check_rate", "validation: rules"),
     ("apps.gateway.counters", "see_call", "counters (cache)"),
-    ("apps.gateway.counters", "count_call", "counters (cache)"),
+    ("apps.gateway.counters", "forget_call", "counters (cache)"),
     ("apps.gateway.counters", "mark_done", "counters (cache)"),
     ("apps.gateway.services", "ledger_entry_for_call", "ledger: replay lookup"),
     ("apps.gateway.services", "ledger_open_intent", "ledger: intent"),

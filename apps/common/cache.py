@@ -13,6 +13,7 @@ in one pipeline, the counts after them in another. Measured by `make profile`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,16 @@ from django.core.cache.backends.redis import RedisCacheClient
 _INCR_EXISTING = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end
 return false
+"""
+# SET NX; only when it set the key, count each further key (creating it with its expiry).
+# KEYS[1] the key to set, KEYS[2..] the counters; ARGV[1] its value, ARGV[2] its expiry,
+# ARGV[3..] the counters' expiries.
+_ADD_THEN_COUNT = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 0 end
+for i = 2, #KEYS do
+  if redis.call('INCRBY', KEYS[i], 1) == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i + 1]) end
+end
+return 1
 """
 # A counter that exists with an expiry after the call, whether or not it existed before.
 _COUNT = """
@@ -61,7 +72,12 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
         """The operations as one pipeline: one round trip, each operation atomic on its own."""
         pipeline = self.get_client(write=True).pipeline(transaction=False)
         for op in operations:
-            if op.name == "add":
+            if op.name == "add" and op.counters:
+                timeouts = [timeout for _, timeout in op.counters]
+                keys = [op.keys[0], *(key for key, _ in op.counters)]
+                value = self._serializer.dumps(op.value)
+                pipeline.eval(_ADD_THEN_COUNT, len(keys), *keys, value, op.timeout, *timeouts)
+            elif op.name == "add":
                 pipeline.set(op.keys[0], self._serializer.dumps(op.value), ex=op.timeout, nx=True)
             elif op.name == "get_many":
                 pipeline.mget(op.keys)
@@ -91,6 +107,7 @@ class _Operation:
     keys: list[str]
     value: Any = None
     timeout: int | None = None
+    counters: tuple[tuple[str, int], ...] = ()  # add: counted only when the key was set
 
 
 class CacheBatch:
@@ -109,9 +126,12 @@ class CacheBatch:
         self._operations: list[_Operation] = []
         self._key_of: dict[str, str] = {}
 
-    def add(self, key: str, value: Any, timeout: int) -> int:
-        """Set `key` unless it exists; the result says whether it was set."""
-        return self._queue("add", [key], value, timeout)
+    def add(self, key: str, value: Any, timeout: int, *, then_count: Iterable[tuple[str, int]] = ()) -> int:
+        """Set `key` unless it exists; the result says whether it was set. Only when it was,
+        count each (counter key, expiry) of `then_count`, as `count` would, atomically
+        with the set on Redis."""
+        counters = tuple((self._key(counter), timeout) for counter, timeout in then_count)
+        return self._queue("add", [key], value, timeout, counters)
 
     def get_many(self, keys: list[str]) -> int:
         """The values found, by key; the result is a dict, as cache.get_many's."""
@@ -131,17 +151,32 @@ class CacheBatch:
             for op, result in zip(self._operations, results, strict=True)
         ]
 
-    def _queue(self, name: str, keys: list[str], value: Any = None, timeout: int | None = None) -> int:
-        if self._redis is not None:
-            made = [self._cache.make_and_validate_key(key) for key in keys]
-            self._key_of.update(zip(made, keys, strict=True))
-            keys = made
-        self._operations.append(_Operation(name, keys, value, timeout))
+    def _queue(
+        self,
+        name: str,
+        keys: list[str],
+        value: Any = None,
+        timeout: int | None = None,
+        counters: tuple[tuple[str, int], ...] = (),
+    ) -> int:
+        self._operations.append(_Operation(name, [self._key(key) for key in keys], value, timeout, counters))
         return len(self._operations) - 1
+
+    def _key(self, key: str) -> str:
+        """The key as the backend stores it: Redis commands bypass the cache API's prefix."""
+        if self._redis is None:
+            return key
+        made = self._cache.make_and_validate_key(key)
+        self._key_of[made] = key
+        return made
 
     def _run_one(self, op: _Operation) -> Any:
         if op.name == "add":
-            return self._cache.add(op.keys[0], op.value, op.timeout)
+            added = self._cache.add(op.keys[0], op.value, op.timeout)
+            if added:
+                for counter, timeout in op.counters:
+                    _count(self._cache, counter, 1, timeout)
+            return added
         if op.name == "get_many":
             return self._cache.get_many(op.keys)
         return _count(self._cache, op.keys[0], op.value, op.timeout)

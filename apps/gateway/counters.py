@@ -2,8 +2,8 @@
 
 They live in the shared cache (Redis in production) rather than in tables: they are soft
 limits read on every call, and a counter read costs one cache round trip where a COUNT over
-the invocation log would cost a query that grows with the log. A new call costs two round
-trips: one before the guards (see_call), one after them (count_call).
+the invocation log would cost a query that grows with the log. A new call costs one round
+trip (see_call); a refused one a second (forget_call).
 """
 
 from __future__ import annotations
@@ -66,62 +66,74 @@ def see_call(
     now: datetime,
     dry_run: bool,
 ) -> Sighting:
-    """Claim the call id, read the task's history and count the agent's rate: one round trip.
+    """Claim the call id, read the task's history and count the call: one round trip.
 
-    The claim is atomic (add), so of concurrent duplicates exactly one is first; a dry run
-    only looks, and counts nothing. `forget_call` undoes the claim when the call is refused
-    after all. The rate counts every call that reaches the guards, refused or not: an
-    agent that keeps sending refused calls is still sending them.
+    The claim is atomic (add), so of concurrent duplicates exactly one is first. Only a
+    first sight is counted for later guards (identical calls, the task's budget, the
+    subject's quota), in the same step; the history read before it does not include this
+    call. `forget_call` undoes the claim and those counts when the call is refused after
+    all. The rate counts every call that reaches the guards, retries and refusals too: an
+    agent that keeps sending them is still sending them. A dry run only looks.
     """
     tool = call.version.tool_name
     seen_key = _seen_key(tenant_id, task_id, call)
-    keys = {"identical": _identical_key(tenant_id, task_id, tool, call.args_hash)}
-    if needs.task_calls:
-        keys["task"] = _task_calls_key(tenant_id, task_id, tool)
-    if needs.subject_calls:
-        keys["subject"] = _subject_key(tenant_id, call.subject, tool, now)
+    counters = _counters(tenant_id, task_id, call, needs, now)
     done_keys = {_done_key(tenant_id, task_id, t): t for t in required_tools} if needs.committed_tools else {}
 
     batch = CacheBatch(cache)
-    claim = batch.get_many([seen_key]) if dry_run else batch.add(seen_key, 1, _TASK_TTL_S)
-    earlier = batch.get_many([*keys.values(), *done_keys])
+    earlier = batch.get_many([*(key for key, _ in counters.values()), *done_keys])
+    if dry_run:
+        claim = batch.get_many([seen_key])
+    else:
+        claim = batch.add(seen_key, 1, _TASK_TTL_S, then_count=counters.values())
     rate = None if dry_run else batch.count(_rate_key(agent_id, tool, now), 61)
     results = batch.run()
 
     found = results[earlier]
+
+    def counted(name: str) -> int:
+        return int(found.get(counters[name][0], 0)) if name in counters else 0
+
     return Sighting(
         first_sight=seen_key not in results[claim] if dry_run else results[claim],
         history=TaskHistory(
-            calls_of_tool_in_task=int(found.get(keys.get("task", ""), 0)),
-            subject_calls_today=int(found.get(keys.get("subject", ""), 0)),
+            calls_of_tool_in_task=counted("task"),
+            subject_calls_today=counted("subject"),
             committed_tools_in_task=frozenset(t for k, t in done_keys.items() if found.get(k)),
-            identical_calls_in_task=int(found.get(keys["identical"], 0)),
+            identical_calls_in_task=counted("identical"),
         ),
         calls_in_window=0 if rate is None else results[rate],
         retry_after_s=60 - now.timestamp() % 60,
     )
 
 
-def forget_call(*, tenant_id: int, task_id: str, call: PreparedCall) -> None:
+def forget_call(
+    *, tenant_id: int, task_id: str, call: PreparedCall, needs: HistoryNeeds, now: datetime
+) -> None:
+    """Undo a first sight's claim and counts: the call was refused after all."""
     cache.delete(_seen_key(tenant_id, task_id, call))
+    batch = CacheBatch(cache)
+    for key, timeout in _counters(tenant_id, task_id, call, needs, now).values():
+        batch.count(key, timeout, delta=-1)
+    batch.run()
+
+
+def _counters(
+    tenant_id: int, task_id: str, call: PreparedCall, needs: HistoryNeeds, now: datetime
+) -> dict[str, tuple[str, int]]:
+    """The counters a first sight adds to, by name, with their expiry: identical calls
+    always, the task's calls of the tool and the subject's calls today when a rule reads them."""
+    tool = call.version.tool_name
+    counters = {"identical": (_identical_key(tenant_id, task_id, tool, call.args_hash), _TASK_TTL_S)}
+    if needs.task_calls:
+        counters["task"] = (_task_calls_key(tenant_id, task_id, tool), _TASK_TTL_S)
+    if needs.subject_calls:
+        counters["subject"] = (_subject_key(tenant_id, call.subject, tool, now), 2 * _DAY_S)
+    return counters
 
 
 def _rate_key(agent_id: int, tool: str, now: datetime) -> str:
     return f"th:rate:{agent_id}:{tool}:{int(now.timestamp()) // 60}"
-
-
-def count_call(
-    *, tenant_id: int, task_id: str, call: PreparedCall, needs: HistoryNeeds, now: datetime
-) -> None:
-    """Count a call that went on to execution: one round trip."""
-    tool = call.version.tool_name
-    batch = CacheBatch(cache)
-    batch.count(_identical_key(tenant_id, task_id, tool, call.args_hash), _TASK_TTL_S)
-    if needs.task_calls:
-        batch.count(_task_calls_key(tenant_id, task_id, tool), _TASK_TTL_S)
-    if needs.subject_calls:
-        batch.count(_subject_key(tenant_id, call.subject, tool, now), 2 * _DAY_S)
-    batch.run()
 
 
 def mark_done(*, tenant_id: int, task_id: str, tool: str) -> None:

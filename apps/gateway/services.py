@@ -189,13 +189,12 @@ def prepare_call(
         )
     except ToolHubError:
         if first_sight and not options.dry_run:
-            counters.forget_call(tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared)
+            counters.forget_call(
+                tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
+            )
         raise
     if not first_sight:
         return replace(prepared, seen_before=True)
-    counters.count_call(
-        tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
-    )
     return prepared
 
 

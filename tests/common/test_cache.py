@@ -94,9 +94,25 @@ def test_a_batch_is_one_round_trip_on_redis_and_its_counters_expire(round_trips)
         batch.add("seen", 1, 60)
         batch.get_many(["a", "b"])
         batch.count("rate", 61)
+        batch.add("claim", 1, 60, then_count=[("identical", 30)])
         batch.run()
 
-    assert pipelines == [3] and round_trips == []
+    assert pipelines == [4] and round_trips == []
     client = cache._cache.get_client("rate")
     assert 0 < client.ttl(cache.make_key("rate")) <= 61
     assert 0 < client.ttl(cache.make_key("seen")) <= 60
+    assert 0 < client.ttl(cache.make_key("identical")) <= 30
+
+
+def test_an_add_counts_its_counters_only_when_it_sets_its_key(any_cache):
+    any_cache.set("taken", 1, 60)
+    any_cache.set("counter", 4, 60)
+    batch = CacheBatch(any_cache)
+    first = batch.add("claim", 1, 60, then_count=[("counter", 60), ("new-counter", 30)])
+    again = batch.add("taken", 1, 60, then_count=[("counter", 60)])
+
+    results = batch.run()
+
+    assert (results[first], results[again]) == (True, False)
+    stored = any_cache.get_many(["claim", "counter", "new-counter"])
+    assert stored == {"claim": 1, "counter": 5, "new-counter": 1}

@@ -195,6 +195,23 @@ def test_calls_refused_by_a_rule_count_toward_the_agents_rate(api, agent, publis
     )
 
 
+def test_a_refused_call_does_not_use_up_the_tasks_budget(api, agent, publish_tool, session_for):
+    version = publish_tool("lookup", loop_limit=2)
+    TenantPolicy.objects.create(tenant=agent.tenant, tool=version.tool, task_call_budget=3)
+    session = session_for("u-1")
+    for n in range(2):
+        body = invoke(api, "lookup", '{"query": "x"}', session=session, call_id=f"c{n}").json()
+        assert body["status"] == "ok", body
+    RUNS.clear()
+    assert_refused(
+        invoke(api, "lookup", '{"query": "x"}', session=session, call_id="c2"), "loop_detected", True
+    )
+
+    # Two calls ran: the third of the budget is still there.
+    body = invoke(api, "lookup", '{"query": "y"}', session=session, call_id="c3").json()
+    assert body["status"] == "ok", body
+
+
 def test_a_task_budget_from_the_tenant_policy_is_a_business_rule(api, agent, publish_tool, session_for):
     version = publish_tool("lookup")
     TenantPolicy.objects.create(tenant=agent.tenant, tool=version.tool, task_call_budget=1)
