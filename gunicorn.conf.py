@@ -8,6 +8,7 @@ Every value comes from the environment so one image serves any size of machine:
 | WEB_CONCURRENCY | 2 × cores + 1 | worker processes |
 | GUNICORN_THREADS | 4 | threads per worker (gthread): a slow tool call holds a thread, not a process |
 | GUNICORN_TIMEOUT | 660 | seconds before a silent worker is restarted: above the longest tool timeout |
+| GUNICORN_SWITCH_INTERVAL_MS | 0.5 | ms a thread keeps the GIL while another waits (Python: 5) |
 | PROMETHEUS_MULTIPROC_DIR | a new directory per server | where workers keep their metric values |
 
 Command-line flags win over this file (`make run` and `make bench` pass their own).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import sys
 import tempfile
 from typing import Any
 
@@ -57,6 +59,17 @@ def on_starting(server: Any) -> None:
     os.makedirs(directory, exist_ok=True)
     for path in glob.glob(os.path.join(directory, "*.db")):
         os.remove(path)
+
+
+# The threads of a worker share the GIL: a thread whose database or Redis answer has arrived
+# waits until the running thread lets go, by default after 5 ms. An invoke waits on I/O
+# several times (cache, database, the executor's thread), so under load it queued behind
+# other requests several times per call; measured in docs/performance.md.
+SWITCH_INTERVAL_S = float(os.environ.get("GUNICORN_SWITCH_INTERVAL_MS", "0.5")) / 1000
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
 def child_exit(server: Any, worker: Any) -> None:

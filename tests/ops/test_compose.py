@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import runpy
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,16 @@ def test_gunicorn_waits_longer_than_the_longest_tool_timeout(monkeypatch, tmp_pa
     assert config["workers"] >= 2 and config["worker_class"] == "gthread"
     assert config["logconfig_dict"]["handlers"]["console"]["formatter"] == "json"
     assert not config["logconfig_dict"]["loggers"]["gunicorn.access"]["handlers"]
+
+
+def test_each_worker_hands_the_gil_over_sooner_than_python_does(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    monkeypatch.setenv("GUNICORN_SWITCH_INTERVAL_MS", "0.5")
+    config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    python_default = sys.getswitchinterval()
+    try:
+        config["post_fork"](server=None, worker=None)
+
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+    finally:
+        sys.setswitchinterval(python_default)
