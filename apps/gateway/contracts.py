@@ -155,14 +155,6 @@ class TaskHistory:
 
 
 @dataclass(frozen=True)
-class NormalizedArguments:
-    """Arguments after normalization, and the hash that identifies the action."""
-
-    arguments: Mapping[str, Any]
-    args_hash: str
-
-
-@dataclass(frozen=True)
 class PreparedCall:
     """A call that passed the whole validation layer and may be executed."""
 

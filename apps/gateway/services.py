@@ -1,6 +1,6 @@
 """The invoke pipeline's orchestration: validation layer, then ledger and execution.
 
-    resolve → parse → schema → normalize → authorize → argument rules      (pure stages)
+    resolve → parse → normalize → schema → authorize → argument rules      (pure stages)
     → task history → state rules → loop guard → rate limit                   (pure, on counters)
     → ledger intent (writes) → execute → ledger outcome → shape → envelope   (execution layer)
 
@@ -67,7 +67,7 @@ from .executors.base import (
 from .pipeline.approval import approval_expires_s, approval_reason
 from .pipeline.authorize import apply_bindings
 from .pipeline.guards import check_loop, check_rate
-from .pipeline.normalize import normalize_arguments
+from .pipeline.normalize import args_hash, normalize_arguments
 from .pipeline.parse import parse_arguments
 from .pipeline.rules import check_argument_rules, check_state_rules, history_needed
 from .pipeline.schema import validate_arguments
@@ -149,15 +149,17 @@ def prepare_call(
     context = _context(principal, session, options, catalog.policy_for(version.tool_id), now)
     # Strict exports let models send null for optional fields: null there means "not given".
     arguments = strip_optional_nulls(parse_arguments(call.arguments), version.parameters)
-    validate_arguments(arguments, version)
+    # Normalizers first: they make a sloppy but meaningful value the one the schema accepts.
     normalized = normalize_arguments(arguments, version)
-    bound = apply_bindings(normalized.arguments, version, session)
+    validate_arguments(normalized, version)
+    bound = apply_bindings(normalized, version, session)
     check_argument_rules(bound, version, context.policy)
     prepared = PreparedCall(
         call=call,
         version=version,
         arguments=bound,
-        args_hash=normalized.args_hash,
+        # Over the bound arguments: the same call ids from another end user are another call.
+        args_hash=args_hash(bound, version),
         subject=session.subject if session else "",
         approval_reason=approval_reason(bound, version, context.policy),
         is_prerequisite=version.tool_name in catalog.prerequisites,
@@ -273,10 +275,13 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
 def _replay(entry: LedgerEntry, key: str, prepared: PreparedCall) -> Outcome:
     """The answer to a call id already recorded in this task (contract §5)."""
     call, version = prepared.call, prepared.version
-    if entry.key != key:
+    if entry.key != key or entry.subject != prepared.subject:
+        # Never another call's result: not for other arguments, and not for another end user.
         error: ToolHubError = IdempotencyConflictError(
-            f"call id {call.call_id!r} was already used in this task for another tool or other arguments.",
-            hint="Give every new call its own call id; reuse a call id only to repeat exactly the same call.",
+            f"call id {call.call_id!r} was already used in this task for another tool, other "
+            "arguments or another end user.",
+            hint="Give every new call its own call id; reuse a call id only to repeat exactly the same "
+            "call for the same user.",
         )
         return Outcome(
             call=call,

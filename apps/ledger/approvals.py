@@ -9,7 +9,7 @@ from django.utils import timezone
 from apps.audit.services import audit_record
 from apps.common.errors import ForbiddenError
 from apps.gateway.contracts import VersionSpec
-from apps.gateway.pipeline.normalize import normalize_arguments
+from apps.gateway.pipeline.normalize import args_hash
 
 from .models import Approval, ApprovalStatus, LedgerState
 from .services import ledger_fail_intent
@@ -25,7 +25,7 @@ def _still_bound(approval: Approval) -> bool:
     if entry.version_id != approval.version_id:
         return False
     spec = VersionSpec.from_model(entry.version)
-    return normalize_arguments(entry.arguments, spec).args_hash == approval.args_hash == entry.args_hash
+    return args_hash(entry.arguments, spec) == approval.args_hash == entry.args_hash
 
 
 def approval_decide(*, approval: Approval, approve: bool, actor: str, note: str) -> Approval:

@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 import tests.gateway.callables  # noqa: F401  (registers the tests.echo executor)
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.gateway.contracts import VersionSpec
-from apps.gateway.pipeline.normalize import normalize_arguments
+from apps.gateway.pipeline.normalize import args_hash
 from apps.ledger.models import Approval, LedgerEntry, LedgerState, ReconcileAttempt
 from apps.tenancy.models import Grant
 from tests.factories import AgentFactory, TenantFactory, ToolFactory
@@ -44,10 +44,10 @@ def _operations_backlog(tenant, agent) -> tuple[LedgerEntry, Approval]:
     version.refresh_from_db()
 
     def entry(call_id: str, arguments: dict, **fields) -> LedgerEntry:
-        args_hash = normalize_arguments(arguments, VersionSpec.from_model(version)).args_hash
+        hashed = args_hash(arguments, VersionSpec.from_model(version))
         return LedgerEntry.objects.create(
-            tenant=tenant, agent=agent, key=f"acme/t-1/{call_id}/refund/{args_hash}", task_id="t-1",
-            call_id=call_id, tool=tool, version=version, subject="u-1", args_hash=args_hash,
+            tenant=tenant, agent=agent, key=f"acme/t-1/{call_id}/refund/{hashed}", task_id="t-1",
+            call_id=call_id, tool=tool, version=version, subject="u-1", args_hash=hashed,
             arguments=arguments, **fields,
         )
 

@@ -1,8 +1,12 @@
-"""Stage 3: give each action one canonical form, and a hash that identifies it.
+"""Stage 2: give each value its canonical form, and each action a hash that identifies it.
 
-Whitespace, case, date spellings and timestamps make the same action look new; after the
-version's declared normalizers, the same action has the same `args_hash` (RFC 8785 JSON,
-SHA-256), which the ledger keys on and the loop guard counts.
+Whitespace, case and date spellings make a meaningful value look wrong (`" ord-000008"`,
+`"Paid"`) and the same action look new. The version's declared normalizers run before the
+schema check, so that the schema judges the canonical value; they only ever rewrite strings
+into strings, so a value's JSON type is never changed, and a value they cannot fix is left
+for the schema to refuse. Once the session's bindings have filled the arguments, `args_hash`
+(RFC 8785 JSON, SHA-256, volatile fields left out) identifies the action: the ledger keys on
+it and the loop guard counts it, so the same call from another end user is another action.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 import rfc8785
 
 from apps.common.errors import ErrorDetail, InvalidArgsError
-from apps.gateway.contracts import NormalizedArguments, VersionSpec
+from apps.gateway.contracts import VersionSpec
 
 from .text import pointer
 
@@ -70,32 +74,27 @@ def normalize_value(value: Any, ops: Iterable[str]) -> Any:
     return value
 
 
-def normalize_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> NormalizedArguments:
-    """Every field kept, normalized as declared; the hash leaves out volatile and bound fields.
-
-    Bound fields are left out of the hash because identity comes from the session, not from
-    what the model sent. Raises InvalidArgsError for numbers RFC 8785 cannot encode.
-    """
+def normalize_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> dict[str, Any]:
+    """A new dict: every field kept, each declared string normalized (other values untouched)."""
     normalizers = version.normalizers
-    normalized = {
+    return {
         name: normalize_value(value, normalizers[name]) if name in normalizers else value
         for name, value in arguments.items()
     }
-    volatile = {name for name, ops in normalizers.items() if "volatile" in ops}
-    hashed = {
-        name: value
-        for name, value in normalized.items()
-        if name not in volatile and name not in version.context_bindings
-    }
-    return NormalizedArguments(arguments=normalized, args_hash=args_hash(hashed))
 
 
-def args_hash(arguments: Mapping[str, Any]) -> str:
-    """SHA-256 hex of the RFC 8785 canonical JSON of `arguments`."""
+def args_hash(arguments: Mapping[str, Any], version: VersionSpec) -> str:
+    """SHA-256 hex of the RFC 8785 canonical JSON of `arguments` without the volatile fields.
+
+    Given the arguments as they will run (normalized, bound fields filled from the session).
+    Raises InvalidArgsError for numbers RFC 8785 cannot encode.
+    """
+    volatile = {name for name, ops in version.normalizers.items() if "volatile" in ops}
+    hashed = {name: value for name, value in arguments.items() if name not in volatile}
     try:
-        canonical = rfc8785.dumps(dict(arguments))
+        canonical = rfc8785.dumps(hashed)
     except rfc8785.CanonicalizationError:
-        where = _unencodable_path(arguments) or ()
+        where = _unencodable_path(hashed) or ()
         raise InvalidArgsError(
             f"A number in the arguments cannot be represented exactly in JSON (at {pointer(where)}).",
             hint=f"Send integers between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER} and finite "

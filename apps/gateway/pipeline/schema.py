@@ -1,4 +1,4 @@
-"""Stage 2: check the arguments against the version's JSON Schema, and teach what is allowed.
+"""Stage 3: check the normalized arguments against the JSON Schema, and teach what is allowed.
 
 The schema the model saw is a hint; this check is the guarantee. Every violation is listed
 (a model fixes all of them in one retry instead of one per round trip), and the hint quotes
