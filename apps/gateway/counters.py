@@ -40,7 +40,12 @@ def _done_key(tenant_id: int, task_id: str, tool: str) -> str:
 
 
 def _seen_key(tenant_id: int, task_id: str, call: PreparedCall) -> str:
-    return f"th:seen:{tenant_id}:{task_id}:{call.call.call_id}:{call.version.tool_name}:{call.args_hash}"
+    # The task's length keeps the two free-form ids apart: task "a:b" with call "c" is not
+    # task "a" with call "b:c".
+    return (
+        f"th:seen:{tenant_id}:{len(task_id)}:{task_id}:{call.call.call_id}:{call.version.tool_name}:"
+        f"{call.args_hash}"
+    )
 
 
 @dataclass(frozen=True)

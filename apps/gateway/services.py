@@ -107,7 +107,17 @@ class Outcome:
 
 
 def idempotency_key(*, tenant_slug: str, task_id: str, call_id: str, tool: str, args_hash: str) -> str:
-    return f"{tenant_slug}/{task_id}/{call_id}/{tool}/{args_hash}"
+    """`{tenant}/{task_id}/{call_id}/{tool}/{args_hash}`, each part percent-encoded (contract §5).
+
+    Only '%' and '/' are encoded, so a '/' in the key always separates parts and two
+    different (task, call) pairs never make the same key, while the usual ids read as sent.
+    The key is also the upstream's `Idempotency-Key`, so it must be unambiguous on its own.
+    """
+    return "/".join(_key_part(part) for part in (tenant_slug, task_id, call_id, tool, args_hash))
+
+
+def _key_part(text: str) -> str:
+    return text.replace("%", "%25").replace("/", "%2F")
 
 
 def _context(

@@ -19,14 +19,16 @@ class LedgerState(models.TextChoices):
 class LedgerEntry(TenantOwnedModel):
     """A side effect ToolHub was asked to cause, keyed so that it happens at most once.
 
-    The key is `{tenant}/{task_id}/{call_id}/{tool}/{args_hash}`; its unique constraint,
-    not a prior SELECT, is what makes concurrent duplicates harmless.
+    The key is `{tenant}/{task_id}/{call_id}/{tool}/{args_hash}` with '%' and '/' in each part
+    percent-encoded (so no two calls share a key); its unique constraint, not a prior SELECT,
+    is what makes concurrent duplicates harmless.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+")
     agent = models.ForeignKey("tenancy.Agent", on_delete=models.PROTECT, related_name="+")
-    key = models.CharField(max_length=600, unique=True)
+    # Task and call ids of 200 characters, each of which may take 3 once encoded.
+    key = models.CharField(max_length=1400, unique=True)
     task_id = models.CharField(max_length=200)
     call_id = models.CharField(max_length=200)
     tool = models.ForeignKey("catalog.Tool", on_delete=models.PROTECT, related_name="+")
