@@ -491,8 +491,8 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
         error: ToolHubError = UpstreamError(
             f"{version.tool_name}'s external system could not be reached; nothing was sent, "
             "so nothing happened.",
-            hint="The provider is down or unreachable. Tell the user the action was not done; "
-            "try again later with a new call id.",
+            hint="The provider is down, unreachable or wrongly configured in ToolHub. Tell the user "
+            "the action was not done; try again later with a new call id.",
         )
         envelope = error.as_envelope(call_id=call.call_id, tool=version.tool_name)
         ledger_record_outcome(

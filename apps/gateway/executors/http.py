@@ -2,7 +2,8 @@
 
 Secrets are named in the version's config (`secret_ref`) and read from settings, never
 from arguments. Each failure is classified by what we know about the side effect:
-nothing sent (connection refused) → not applied; sent but no clear answer → ambiguous.
+nothing sent (the request could not be built, or failed before a byte left: no http(s)
+scheme, DNS failure, connection refused) → not applied; sent but no clear answer → ambiguous.
 
 httpx's timeouts bound each read and write, not the whole exchange: an upstream that
 drips a byte at a time would never trip them. So the exchange runs on a worker thread
@@ -115,19 +116,24 @@ def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response
 
 
 def run_http(request: ExecutionRequest) -> Any:
-    url = _base_url(request.config) + str(request.config.get("path", ""))
     try:
-        response = _within_timeout(
-            request,
-            partial(
-                _CLIENT.post,
-                url,
-                json=dict(request.arguments),
-                headers=_headers(request),
-                timeout=httpx.Timeout(request.timeout_s),
-            ),
+        outgoing = _CLIENT.build_request(
+            "POST",
+            _base_url(request.config) + str(request.config.get("path", "")),
+            json=dict(request.arguments),
+            headers=_headers(request),
+            timeout=httpx.Timeout(request.timeout_s),
         )
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+    except (httpx.InvalidURL, LookupError, AttributeError, UnicodeError) as exc:
+        # Nothing has left yet: a URL httpx cannot parse, a setting or secret ToolHub lacks,
+        # a header value that is not ASCII.
+        raise ExecutionNotSent(
+            f"the request to {request.tool_name}'s provider could not be built: {type(exc).__name__}"
+        ) from None
+    try:
+        response = _within_timeout(request, partial(_CLIENT.send, outgoing))
+    except (httpx.UnsupportedProtocol, httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        # Raised before a byte is written: no http(s) scheme, DNS failure, connection refused.
         raise ExecutionNotSent(
             f"could not connect to {request.tool_name}'s provider: {type(exc).__name__}"
         ) from None
