@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.gateway.pipeline.normalize import normalize_value
+
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
@@ -88,6 +90,7 @@ class ToolDefinition:
     timeout_s: float | None = 10.0
     context_bindings: Mapping[str, Any] = field(default_factory=dict)
     number: int = 1
+    normalizers: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def tool_name(self) -> str:  # what apps/catalog/exports.py calls the name
@@ -110,6 +113,7 @@ def lint_tool(tool: ToolDefinition, *, others: Sequence[ToolDefinition] = ()) ->
         *_check_description(tool),
         *_check_write_safety(tool),
         *_check_overlap(tool, others),
+        *_check_normalizers(tool),
     ]
     return sorted_findings(Finding(**{**f.__dict__, "tool": tool.name}) for f in findings)
 
@@ -300,4 +304,75 @@ def _check_overlap(tool: ToolDefinition, others: Sequence[ToolDefinition]) -> It
                 f"Its description shares {overlap:.0%} of its words with {other.name}'s: a model will "
                 "confuse the two (near-synonym tools are worse than many tools).",
                 f"Say in one sentence how it differs from {other.name}, or merge the two tools.",
+            )
+
+
+# ---------------------------------------------------------------------------------------
+# Normalizers: they run before the schema check, to turn a sloppy value into an accepted one.
+
+_STRING_OPS = ("trim", "lower", "upper", "date")
+
+
+def _string_schema(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema of the strings a normalizer of this field reaches (a list's items too);
+    None when the field can hold no string. A node that does not say its type may."""
+    types = node.get("type")
+    if types is None:
+        return node
+    types = types if isinstance(types, list) else [types]
+    if "string" in types:
+        return node
+    items = node.get("items")
+    if "array" in types and isinstance(items, Mapping):
+        return _string_schema(items)
+    return None
+
+
+def _sloppy_forms(value: str) -> list[str]:
+    """Values a model might send for `value`: the inputs a normalizer exists to fix."""
+    return [
+        f" {value} ", value.upper(), value.lower(), value.title(), value.swapcase(), value.replace("-", "/")
+    ]
+
+
+def _check_normalizers(tool: ToolDefinition) -> Iterable[Finding]:
+    properties = (tool.parameters.get("properties") or {}) if isinstance(tool.parameters, Mapping) else {}
+    for name, ops in (tool.normalizers or {}).items():
+        node = properties.get(name)
+        string_ops = [op for op in ops if op in _STRING_OPS] if isinstance(ops, list) else []
+        if not isinstance(node, Mapping) or not string_ops:
+            continue
+        path = f"normalizers/{name}"
+        strings = _string_schema(node)
+        if strings is None:
+            yield Finding(
+                WARNING, "normalizer-without-effect", path,
+                f"{', '.join(string_ops)} only ever change strings, and '{name}' holds none: the normalizer "
+                "never changes a value (normalizers never change a value's JSON type).",
+                f"Remove the normalizer of '{name}', or make the field a string if that is what it holds.",
+            )
+            continue
+        allowed = [strings["const"]] if "const" in strings else strings.get("enum")
+        if not isinstance(allowed, list) or not all(isinstance(v, str) for v in allowed):
+            continue
+        broken = [v for v in allowed if normalize_value(v, string_ops) not in allowed]
+        if broken:
+            yield Finding(
+                WARNING, "normalizer-refuses-valid-values", path,
+                f"{' then '.join(string_ops)} turns {broken[0]!r}, an allowed value of '{name}', into "
+                f"{normalize_value(broken[0], string_ops)!r}, which the schema refuses: every call with "
+                "it fails.",
+                "Use the normalizer that produces the allowed spelling (e.g. lower for lower-case values), "
+                "or remove it.",
+            )
+        elif not any(
+            sloppy != value and normalize_value(sloppy, string_ops) == value
+            for value in allowed
+            for sloppy in _sloppy_forms(value)
+        ):
+            yield Finding(
+                WARNING, "normalizer-without-effect", path,
+                f"{' then '.join(string_ops)} cannot turn any value a model would send into one of the "
+                f"allowed values of '{name}': the normalizer changes nothing that matters.",
+                "Remove it, or declare the normalizer that fixes how models misspell these values.",
             )

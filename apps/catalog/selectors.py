@@ -56,6 +56,7 @@ def lint_definition(version: ToolVersion) -> ToolDefinition:
         timeout_s=version.timeout_s,
         context_bindings=version.context_bindings,
         number=version.number,
+        normalizers=version.normalizers,
     )
 
 
