@@ -21,6 +21,7 @@ from .errors import (
     ToolHubError,
     UnavailableError,
 )
+from .jsontext import printable
 
 logger = logging.getLogger("toolhub.api")
 
@@ -29,17 +30,17 @@ def _validation_details(data: Any, prefix: str = "") -> list[ErrorDetail]:
     if isinstance(data, dict):
         out: list[ErrorDetail] = []
         for key, value in data.items():
-            path = prefix if key == "non_field_errors" else f"{prefix}/{key}"
+            path = prefix if key == "non_field_errors" else f"{prefix}/{printable(str(key))}"
             out.extend(_validation_details(value, path))
         return out
     if isinstance(data, list):
         if all(isinstance(item, str) for item in data):
-            return [ErrorDetail(path=prefix or "/", problem=str(item)) for item in data]
+            return [ErrorDetail(path=prefix or "/", problem=printable(str(item))) for item in data]
         out = []
         for index, item in enumerate(data):
             out.extend(_validation_details(item, f"{prefix}/{index}"))
         return out
-    return [ErrorDetail(path=prefix or "/", problem=str(data))]
+    return [ErrorDetail(path=prefix or "/", problem=printable(str(data)))]
 
 
 def to_toolhub_error(exc: Exception) -> ToolHubError | None:

@@ -4,14 +4,23 @@ Python's json decoder recurses once per level, so a body of ten thousand `[` ans
 (RecursionError) before this limit; and a body just shallow enough to decode could still
 exhaust the stack in a serializer further down. Nothing the API takes is nested deeper
 than a few levels around tool arguments, which stop at 32 (pipeline/parse.py).
+
+Integers too long for Python to convert are kept as markers (apps/common/jsontext.py), not
+refused here: inside one call's arguments they refuse that call and no other; anywhere else
+the serializers refuse them as the value of a field.
 """
 
 from __future__ import annotations
 
+import codecs
+import json
 from typing import Any
 
+from django.conf import settings
 from rest_framework import parsers
+from rest_framework.exceptions import ParseError
 
+from . import jsontext
 from .errors import ErrorDetail, InvalidArgsError
 
 MAX_BODY_DEPTH = 64
@@ -48,10 +57,21 @@ def too_deep_error(limit: int = MAX_BODY_DEPTH) -> InvalidArgsError:
     )
 
 
+def _reject_constant(token: str) -> Any:
+    raise ParseError(f"{token} is not a JSON number.")
+
+
 class JSONParser(parsers.JSONParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = jsontext.loads(codecs.getreader(encoding)(stream).read(), parse_constant=_reject_constant)
+        except UnicodeDecodeError as exc:
+            where = f"byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"
+            raise ParseError(f"it is not {encoding.upper()} text ({where}).") from None
+        except json.JSONDecodeError as exc:
+            where = f"line {exc.lineno}, column {exc.colno} (char {exc.pos})"
+            raise ParseError(f"{exc.msg} at {where}.") from None
         except RecursionError:
             raise too_deep_error() from None
         if nested_deeper_than(data, MAX_BODY_DEPTH):

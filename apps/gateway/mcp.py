@@ -25,7 +25,6 @@ Behaviour (Streamable HTTP, JSON response mode):
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import BaseModel, ValidationError
 from rest_framework.exceptions import AuthenticationFailed
 
+from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
 from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
@@ -174,8 +174,8 @@ def _tools_list(ctx: _Context) -> types.ListToolsResult:
 def _tools_call(
     ctx: _Context, parsed: types.CallToolRequest, rpc_id: types.RequestId
 ) -> types.CallToolResult:
-    if "\x00" in parsed.params.name:
-        raise McpError(types.INVALID_PARAMS, "A tool name cannot contain NUL (\\u0000).")
+    if hazard := jsontext.text_hazard(parsed.params.name):
+        raise McpError(types.INVALID_PARAMS, f"The tool name {hazard.problem}: no tool has such a name.")
     task_id = ctx.request.headers.get(TASK_HEADER) or f"mcp-{ctx.session.nonce}"
     call = ToolCall(
         call_id=f"mcp-{ctx.session.nonce}-{rpc_id}"[:200],
@@ -257,7 +257,7 @@ def _origin_allowed(request: HttpRequest) -> bool:
 
 def _message(request: HttpRequest) -> types.JSONRPCMessage:
     try:
-        raw = json.loads(request.body)
+        raw = jsontext.loads(request.body)
     except RequestDataTooBig:
         raise McpError(
             types.INVALID_REQUEST, "The request body is larger than this server accepts.", status=413
@@ -278,9 +278,11 @@ def _message(request: HttpRequest) -> types.JSONRPCMessage:
         message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:
         raise McpError(types.INVALID_REQUEST, "The body is not a JSON-RPC 2.0 message.", status=400) from None
-    if "\x00" in str(getattr(message, "id", "")):
-        # The id becomes the call id, stored in the ledger and the log, where NUL cannot go.
-        raise McpError(types.INVALID_REQUEST, "A JSON-RPC id cannot contain NUL (\\u0000).", status=400)
+    rpc_id = getattr(message, "id", None)
+    if isinstance(rpc_id, str) and (hazard := jsontext.text_hazard(rpc_id)):
+        # The id becomes the call id, stored in the ledger and the log, where neither NUL nor
+        # a lone surrogate can go.
+        raise McpError(types.INVALID_REQUEST, f"The JSON-RPC id {hazard.problem}.", status=400)
     return message
 
 

@@ -20,7 +20,7 @@ from apps.gateway.contracts import ToolCall
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.tenancy.sessions import SESSION_HEADER
 
-from .serializers import MAX_CALLS_PER_BATCH, EnvelopeSerializer, TaskScopeSerializer
+from .serializers import MAX_CALLS_PER_BATCH, ArgumentsField, EnvelopeSerializer, TaskScopeSerializer
 from .views import BODY_ERRORS, SESSION_PARAMETER
 
 _ERRORS = {
@@ -70,7 +70,7 @@ _NO_TOOL_CALLS = "The message has no tool calls: there is nothing to run."
 
 class OpenAIFunctionSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    arguments = serializers.JSONField(help_text="The model's JSON text (an object is accepted too).")
+    arguments = ArgumentsField(help_text="The model's JSON text (an object is accepted too).")
 
 
 class OpenAIToolCallSerializer(serializers.Serializer):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from apps.common.errors import ERROR_KINDS
@@ -9,10 +11,24 @@ from apps.common.errors import ERROR_KINDS
 MAX_CALLS_PER_BATCH = 64
 
 
+class ArgumentsField(serializers.JSONField):
+    """A call's arguments as the body held them, judged call by call by the parse stage.
+
+    JSONField's own check (json.dumps) would refuse the whole request for one call's 1e400,
+    null or integer too long to convert; parse refuses that call alone, saying where.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_null=True, **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+
 class CallSerializer(serializers.Serializer):
     id = serializers.CharField(max_length=200, help_text="The model's call id; echoed as call_id.")
     name = serializers.CharField(max_length=200, help_text="The tool name the model chose.")
-    arguments = serializers.JSONField(
+    arguments = ArgumentsField(
         required=False,
         default="{}",
         help_text="The model's arguments: its JSON text as a string (an object is accepted too).",

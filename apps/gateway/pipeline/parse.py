@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
+from apps.common import jsontext
 from apps.common.errors import ErrorDetail, InvalidArgsError, InvalidJsonError
 
 from .text import clip, pointer, quote
@@ -82,7 +82,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_unique_object, parse_constant=_reject_constant)
+        return jsontext.loads(text, object_pairs_hook=_unique_object, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         near = clip(exc.doc[max(exc.pos - 20, 0) : exc.pos + 20].replace("\n", " "), 40)
         tip = next((t for prefix, t in _TIPS.items() if exc.msg.startswith(prefix)), "")
@@ -113,6 +113,7 @@ def _not_an_object(value: Any) -> InvalidArgsError:
         "bool": "a boolean",
         "int": "a number",
         "float": "a number",
+        "OversizedInteger": "a number",
     }.get(got, got)
     hint = _SHAPE_HINT
     if isinstance(value, str):
@@ -135,52 +136,43 @@ def _too_deep() -> InvalidArgsError:
     )
 
 
-def _nul_character(value: dict[str, Any]) -> InvalidArgsError:
-    # PostgreSQL can store no NUL in text or jsonb: refused here, with its place, rather than
-    # failing later in the ledger or the invocation log.
-    return InvalidArgsError(
-        "The arguments contain a NUL character (\\u0000), which no field accepts.",
-        hint="Remove the \\u0000 characters from the value named in details and call again.",
-        details=[ErrorDetail(path=pointer(_nul_path(value)), problem="contains a NUL character (\\u0000)")],
-    )
-
-
-def _nul_path(value: Any) -> list[str | int]:
-    """Where the first NUL is (keys named without it); only looked for once one was seen."""
-    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, str) and "\x00" in node:
-            return path
-        if isinstance(node, dict):
-            for key, child in node.items():
-                if "\x00" in key:
-                    return [*path, key.replace("\x00", "")]
-                stack.append((child, [*path, key]))
-        elif isinstance(node, list):
-            stack.extend((child, [*path, index]) for index, child in enumerate(node))
-    return []
-
-
 def _check_tree(value: dict[str, Any]) -> None:
-    """Depth, NUL and number checks without recursion, also for objects that did not come from
-    `_loads`."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict | list):
-            if depth > MAX_DEPTH:
-                raise _too_deep()
-            if isinstance(node, dict) and any("\x00" in key for key in node):
-                raise _nul_character(value)
-            children = node.values() if isinstance(node, dict) else node
-            stack.extend((child, depth + 1) for child in children)
-        elif isinstance(node, str) and "\x00" in node:
-            raise _nul_character(value)
-        elif isinstance(node, float) and not math.isfinite(node):
-            # Also what a literal like 1e400 becomes after parsing.
-            raise InvalidJsonError(
-                "The arguments contain a number that is not finite (too large, NaN or Infinity).",
-                hint="Use a finite number of reasonable size, or leave the field out if you have "
-                "no value for it.",
-            )
+    """Depth, text and number checks, also for objects that did not come from `_loads`: what
+    passes can be hashed, stored in PostgreSQL and echoed in an answer."""
+    hazard = jsontext.first_hazard(value, max_depth=MAX_DEPTH)
+    if hazard is None:
+        return
+    kind, where = hazard.kind, pointer(hazard.path)
+    details = [ErrorDetail(path=where, problem=hazard.problem)]
+    if kind is jsontext.HazardKind.TOO_DEEP:
+        raise _too_deep()
+    if kind is jsontext.HazardKind.NUL:
+        # PostgreSQL can store no NUL in text or jsonb: refused here, with its place, rather
+        # than failing later in the ledger or the invocation log.
+        raise InvalidArgsError(
+            "The arguments contain a NUL character (\\u0000), which no field accepts.",
+            hint="Remove the \\u0000 characters from the value named in details and call again.",
+            details=details,
+        )
+    if kind is jsontext.HazardKind.SURROGATE:
+        raise InvalidJsonError(
+            f"The arguments are not valid Unicode text at {where}: {hazard.problem}, half of a "
+            "UTF-16 pair that is no character on its own.",
+            hint="Send text as UTF-8, or escape a character outside the Basic Multilingual Plane as "
+            "its full pair (\\ud83d\\ude00 for an emoji); remove any other \\ud800-\\udfff escape.",
+            details=details,
+        )
+    if kind is jsontext.HazardKind.NOT_FINITE:
+        # Also what a literal like 1e400 becomes after parsing.
+        raise InvalidJsonError(
+            f"The arguments contain a number that is not finite (too large, NaN or Infinity) at {where}.",
+            hint="Use a finite number of reasonable size, or leave the field out if you have "
+            "no value for it.",
+            details=details,
+        )
+    raise InvalidArgsError(
+        f"The arguments contain {hazard.problem} at {where}: no JSON number holds it exactly.",
+        hint=f"Send integers between -{jsontext.MAX_EXACT_INTEGER} and {jsontext.MAX_EXACT_INTEGER}; "
+        "send a longer identifier or amount as a string, if the tool's schema allows one.",
+        details=details,
+    )

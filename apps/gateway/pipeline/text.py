@@ -1,6 +1,7 @@
 """How stages quote values and name places in errors a model reads.
 
-Quoted values are cut, so a model that sent a megabyte does not get it echoed back; places
+Quoted values are cut, so a model that sent a megabyte does not get it echoed back, and
+their lone surrogates and NULs escaped, so the answer and the log can hold them; places
 are JSON pointers (RFC 6901) in `details` and readable field names in messages and hints.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from apps.common.jsontext import printable
 
 MAX_QUOTE = 80
 
@@ -24,7 +27,7 @@ def quote(value: Any, limit: int = MAX_QUOTE) -> str:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
         text = repr(value)
-    return clip(text, limit)
+    return clip(printable(text), limit)
 
 
 def pointer(parts: Iterable[str | int]) -> str:

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.common.jsontext import MAX_EXACT_INTEGER, first_hazard
 from apps.tenancy.services import session_mint
 
 from .schema import ErrorEnvelopeSerializer
@@ -21,19 +22,6 @@ DEFAULT_TTL_S = 900
 # Tokens travel in a header; servers and proxies refuse headers much past 8 KB.
 MAX_ATTRIBUTES_CHARS = 4096
 _ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
-
-
-def _contains_nul(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str) and "\x00" in node:
-            return True
-        if isinstance(node, dict):
-            stack.extend([*node.keys(), *node.values()])
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
 
 
 class SessionCreateApi(APIView):
@@ -70,9 +58,12 @@ class SessionCreateApi(APIView):
                 raise serializers.ValidationError(
                     f"Attribute names may only use letters, digits and '_': {', '.join(bad)}."
                 )
-            if _contains_nul(value):
+            if hazard := first_hazard(value):
+                # Tools may bind and store attributes: they must hash, store and echo as arguments do.
                 raise serializers.ValidationError(
-                    "Attributes cannot contain NUL characters (\\u0000): tools may store what they bind."
+                    f"Attribute {'.'.join(map(str, hazard.path))}: {hazard.problem}. Attributes take "
+                    f"text without NUL or lone surrogates, integers up to {MAX_EXACT_INTEGER} (longer "
+                    "ones as text) and finite numbers."
                 )
             if len(json.dumps(value, separators=(",", ":"))) > MAX_ATTRIBUTES_CHARS:
                 raise serializers.ValidationError(

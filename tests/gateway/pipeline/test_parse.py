@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from apps.common.errors import InvalidArgsError, InvalidJsonError
@@ -157,3 +159,72 @@ def test_nul_characters_are_invalid_args_naming_where(raw, path):
     envelope = assert_actionable(caught.value, kind="invalid_args", recoverable=True)
     assert "NUL" in caught.value.message
     assert envelope["details"][0]["path"] == path
+
+
+@pytest.mark.parametrize(
+    "raw, path, problem",
+    [
+        ('{"ids": [1, ' + "9" * 5000 + "]}", "/ids/1", "an integer of 5000 digits"),
+        ('{"n": -' + "1" * 4301 + "}", "/n", "an integer of 4301 digits"),
+        ('{"n": 9007199254740993}', "/n", "an integer of 16 digits"),
+        ({"n": -(2**60)}, "/n", "an integer of 19 digits"),
+    ],
+    ids=["too long for Python", "negative, too long for Python", "just past 2**53", "in a mapping"],
+)
+def test_integers_no_json_number_holds_exactly_are_invalid_args_naming_where(raw, path, problem):
+    with pytest.raises(InvalidArgsError) as caught:
+        parse_arguments(raw)
+
+    envelope = assert_actionable(caught.value, kind="invalid_args", recoverable=True)
+    assert envelope["details"] == [{"path": path, "problem": problem}]
+    assert path in caught.value.message and "as a string" in caught.value.hint
+
+
+def test_the_largest_exact_integers_are_accepted():
+    assert parse_arguments('{"a": 9007199254740991, "b": -9007199254740991}') == {
+        "a": 2**53 - 1, "b": -(2**53 - 1),
+    }
+
+
+def test_an_integer_too_long_for_python_instead_of_an_object_is_a_number():
+    with pytest.raises(InvalidArgsError) as caught:
+        parse_arguments("9" * 5000)
+
+    assert caught.value.message == "The arguments must be a JSON object, not a number."
+
+
+@pytest.mark.parametrize(
+    "raw, path",
+    [
+        ('{"q": "a\\ud800"}', "/q"),
+        ('{"q": "\\udc00\\ud83d"}', "/q"),
+        ('{"q": "a\ud800"}', "/q"),
+        ('{"items": [{"\\udfff": 1}]}', "/items/0/\\udfff"),
+        ({"a": ["ok", "x\udfff"]}, "/a/1"),
+    ],
+    ids=["escaped", "a reversed pair", "raw in the text", "in a key", "in a mapping"],
+)
+def test_lone_surrogates_are_invalid_json_naming_where_not_a_number_problem(raw, path):
+    with pytest.raises(InvalidJsonError) as caught:
+        parse_arguments(raw)
+
+    envelope = assert_actionable(caught.value, kind="invalid_json", recoverable=True)
+    assert "lone surrogate" in caught.value.message and "number" not in caught.value.message
+    assert envelope["details"][0]["path"] == path
+    # What the model reads can be sent as UTF-8 and stored by PostgreSQL.
+    json.dumps(envelope, ensure_ascii=False).encode("utf-8")
+
+
+def test_a_repeated_key_that_is_a_lone_surrogate_is_named_printably():
+    with pytest.raises(InvalidJsonError) as caught:
+        parse_arguments('{"\\ud800": 1, "\\ud800": 2}')
+
+    assert '"\\ud800"' in caught.value.message
+    caught.value.message.encode("utf-8")
+
+
+def test_a_non_finite_number_names_where():
+    with pytest.raises(InvalidJsonError) as caught:
+        parse_arguments('{"amounts": [1, 1e400]}')
+
+    assert caught.value.details[0].path == "/amounts/1"
