@@ -24,6 +24,7 @@ from apps.common.admin import (
     redirect_to_change,
 )
 
+from . import people_admin  # noqa: F401  (the user and group admins: who may manage whom)
 from .models import Agent, AgentKey, Grant, StaffScope, Tenant, TenantPolicy
 from .services import (
     IssuedKey,
