@@ -345,12 +345,14 @@ class ObjectButtonsMixin:
         offered = {b.name: b for b in self.object_buttons(request, obj)}
         if button not in offered:
             raise PermissionDenied
+        pressed = offered[button]
         shown = request.POST.get("shown")
-        if offered[button].only_as_shown and shown is not None and shown != stored_digest(obj):
+        if pressed.only_as_shown and shown is not None and shown != stored_digest(obj):
+            what = obj._meta.verbose_name
             messages.error(request, (
-                f"{offered[button].label}: nothing was done. The page held changes that are not saved, "
-                f"or this {self.opts.verbose_name} was changed since the page was opened. "  # type: ignore[attr-defined]
-                f"Save your changes (or reload the page), check it, then press {offered[button].label} again."
+                f"{pressed.label}: nothing was done. The page held changes that are not saved, or this "
+                f"{what} was changed since the page was opened. Save your changes (or reload the page), "
+                f"check it, then press {pressed.label} again."
             ))
             return redirect_to_change(self, obj)  # type: ignore[arg-type]
         return self.run_object_button(request, obj, button)
