@@ -4,8 +4,8 @@
 
 Migrates and seeds the given (scratch!) database with the demo and a day of operations,
 serves it with Django's runserver on a free loopback port, and has headless Chromium
-(Debian's, /usr/bin/chromium) save docs/admin-version.png, docs/admin-dashboard.png,
-docs/admin-triage.png and docs/admin-triage-entry.png.
+(Debian's, /usr/bin/chromium) save docs/admin-version.png, docs/admin-version-unsaved.png,
+docs/admin-dashboard.png, docs/admin-triage.png and docs/admin-triage-entry.png.
 """
 
 from __future__ import annotations
@@ -124,6 +124,10 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.click("input[type=submit]")
         page.goto(f"{base}/admin/catalog/toolversion/{draft.pk}/change/")
         page.screenshot(path=str(ROOT / "docs/admin-version.png"), full_page=True)
+        # the same draft after an edit that failed validation: Publish is off until it is saved
+        page.fill("#id_parameters", '{"type": "object", "properties": ')
+        page.click("input[name=_continue]")
+        page.screenshot(path=str(ROOT / "docs/admin-version-unsaved.png"))
         page.goto(f"{base}/admin/dashboard/")
         page.wait_for_function("() => Object.keys(Chart.instances).length >= 3")
         page.screenshot(path=str(ROOT / "docs/admin-dashboard.png"), full_page=True)
@@ -154,7 +158,8 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    print("Saved docs/admin-version.png, admin-dashboard.png, admin-triage.png, admin-triage-entry.png")
+    print("Saved docs/admin-version.png, admin-version-unsaved.png, admin-dashboard.png, admin-triage.png, "
+          "admin-triage-entry.png")
 
 
 if __name__ == "__main__":

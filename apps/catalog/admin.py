@@ -289,9 +289,11 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
     def object_buttons(self, request: HttpRequest, obj: ToolVersion) -> list[ObjectButton]:
         if not self._may_act(request, obj):
             return []
+        # A draft's page may hold edits: its steps act only on what the page shows as saved.
         steps = [
             ObjectButton(step, step.capitalize(), text_field="note", text_placeholder="note (audit log)",
-                         confirm=f"{step.capitalize()} {obj}? This cannot be undone.")
+                         confirm=f"{step.capitalize()} {obj}? This cannot be undone.",
+                         only_as_shown=obj.is_editable)
             for step in _NEXT_STEPS[obj.status]
         ]
         return [*steps, ObjectButton("new-draft", "New draft from this version")]

@@ -7,18 +7,20 @@ user sees no tenant-owned row at all. Another tenant's object by URL is simply "
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
 from django.db import models
 from django.db.models import Q, QuerySet
 from django.forms.fields import InvalidJSONInput
+from django.forms.models import model_to_dict
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -297,13 +299,27 @@ class ObjectButton:
     extra_field: str = ""
     extra_label: str = ""
     help: str = ""
+    # Acts on the object as stored (Publish): the page sends a digest of what it showed, and
+    # the press is refused when that is not what is stored (unsaved or invalid edits on the
+    # page, or a save by someone else since it was opened).
+    only_as_shown: bool = False
+
+
+def stored_digest(obj: models.Model) -> str:
+    """A digest of an object's stored field values: equal digests, same content."""
+    values = json.dumps(model_to_dict(obj), sort_keys=True, default=str)
+    return hashlib.sha256(values.encode()).hexdigest()
 
 
 class ObjectButtonsMixin:
     """Buttons on the change page that run one service for the object.
 
     `object_buttons` says which buttons this user may press on this object; the view
-    re-checks it on POST, so a hand-made request cannot press a hidden button.
+    re-checks it on POST, so a hand-made request cannot press a hidden button. A button
+    `only_as_shown` is pressed from the page with the digest of what the page showed
+    (`shown`, empty while the page holds edits); one that does not match what is stored is
+    refused. Without `shown` (not pressed from a page, like a list action) it acts on what
+    is stored.
     """
 
     change_form_template = "admin/toolhub/change_form_with_buttons.html"
@@ -326,8 +342,19 @@ class ObjectButtonsMixin:
         obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
         if obj is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
-        if button not in {b.name for b in self.object_buttons(request, obj)}:
+        offered = {b.name: b for b in self.object_buttons(request, obj)}
+        if button not in offered:
             raise PermissionDenied
+        pressed = offered[button]
+        shown = request.POST.get("shown")
+        if pressed.only_as_shown and shown is not None and shown != stored_digest(obj):
+            what = obj._meta.verbose_name
+            messages.error(request, (
+                f"{pressed.label}: nothing was done. The page held changes that are not saved, or this "
+                f"{what} was changed since the page was opened. Save your changes (or reload the page), "
+                f"check it, then press {pressed.label} again."
+            ))
+            return redirect_to_change(self, obj)  # type: ignore[arg-type]
         return self.run_object_button(request, obj, button)
 
     def change_view(
@@ -338,6 +365,7 @@ class ObjectButtonsMixin:
         context = {
             "toolhub_buttons": [b for b in buttons if not b.note_required],
             "toolhub_panel_buttons": [b for b in buttons if b.note_required],
+            "toolhub_shown_digest": stored_digest(obj) if obj else "",
             **(extra_context or {}),
         }
         return super().change_view(request, object_id, form_url, context)  # type: ignore[misc]

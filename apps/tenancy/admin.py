@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
 from apps.catalog.services import grant_delete, grant_save
 from apps.common.admin import (
@@ -23,8 +24,10 @@ from apps.common.admin import (
     redirect_to_change,
 )
 
+from . import people_admin  # noqa: F401  (the user and group admins: who may manage whom)
 from .models import Agent, AgentKey, Grant, StaffScope, Tenant, TenantPolicy
 from .services import (
+    IssuedKey,
     agent_key_issue,
     agent_key_revoke,
     agent_save,
@@ -69,11 +72,6 @@ class AgentKeyInline(ReadOnlyInline):
         return super().get_queryset(request).select_related("agent__tenant")
 
 
-def _issue_key_message(request: HttpRequest, agent: Agent, label: str) -> None:
-    issued = agent_key_issue(agent=agent, label=label, actor=admin_actor(request))
-    messages.warning(request, f"New key for {agent}: {issued.secret} — {ONCE}")
-
-
 @admin.register(Agent)
 class AgentAdmin(ObjectButtonsMixin, TenantScopedAdmin):
     list_display = ("name", "tenant", "active", "active_keys", "created_at")
@@ -109,13 +107,27 @@ class AgentAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         ]
 
     def run_object_button(self, request: HttpRequest, obj: Agent, name: str) -> HttpResponse:
-        _issue_key_message(request, obj, request.POST.get("label", "").strip()[:100])
-        return redirect_to_change(self, obj)
+        return self._issue_keys(request, [obj], label=request.POST.get("label", "").strip()[:100])
 
     @admin.action(description="Issue a new key for each selected agent", permissions=["change"])
-    def issue_key(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
-        for agent in queryset.select_related("tenant"):
-            _issue_key_message(request, agent, label="")
+    def issue_key(self, request: HttpRequest, queryset: QuerySet[Agent]) -> HttpResponse:
+        return self._issue_keys(request, list(queryset.select_related("tenant")), label="")
+
+    def _issue_keys(self, request: HttpRequest, agents: list[Agent], *, label: str) -> HttpResponse:
+        """Issue one key per agent and answer with the page that shows them.
+
+        The secret is in this response only: a message would carry it in the messages
+        cookie (signed, not encrypted, logged by proxies) or the session.
+        """
+        issued: list[tuple[Agent, IssuedKey]] = [
+            (agent, agent_key_issue(agent=agent, label=label, actor=admin_actor(request))) for agent in agents
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "New agent key" if len(issued) == 1 else f"{len(issued)} new agent keys",
+            "opts": self.opts, "issued_keys": issued, "once": ONCE,
+        }
+        return TemplateResponse(request, "admin/tenancy/agent/issued_keys.html", context)
 
 
 class KeyStateFilter(admin.SimpleListFilter):

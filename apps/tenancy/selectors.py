@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, Permission
+from django.db.models import Q, QuerySet
 
 from .keys import split_key
 from .models import Agent, AgentKey, StaffScope, Tenant
@@ -28,3 +29,9 @@ def agent_key_by_prefix(*, prefix: str) -> AgentKey | None:
 def staff_tenant_id(*, user: AbstractBaseUser | AnonymousUser) -> int | None:
     """The tenant a staff user is scoped to, or None when the user has no StaffScope."""
     return StaffScope.objects.filter(user_id=user.pk).values_list("tenant_id", flat=True).first()
+
+
+def permissions_held(*, user: AbstractBaseUser) -> QuerySet[Permission]:
+    """Every permission a user holds, directly or through a group (whether active or not)."""
+    return Permission.objects.filter(Q(user=user) | Q(group__user=user)).distinct()
+

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -15,7 +16,7 @@ from apps.audit.services import audit_record
 from apps.catalog.cache import catalog_changed
 
 from .keys import generate_key
-from .models import Agent, AgentKey, Tenant, TenantPolicy
+from .models import Agent, AgentKey, StaffScope, Tenant, TenantPolicy
 from .sessions import SessionClaims, sign_session
 
 # How long "this prefix is not usable" is remembered; matches the positive cache lifetime
@@ -181,3 +182,18 @@ def session_mint(
         attributes=dict(attributes), expires_at=expires_at,
     )
     return sign_session(claims), expires_at
+
+
+def staff_user_scope(*, user: AbstractBaseUser, tenant_id: int, actor: str) -> StaffScope:
+    """Confine a person just added by a tenant's staff to that tenant.
+
+    Writes the staff scope and an audit event in the caller's transaction (the admin's save
+    of the user), so a person is never added without their tenant.
+    """
+    with transaction.atomic():
+        scope = StaffScope.objects.create(user=user, tenant_id=tenant_id)
+        audit_record(
+            tenant_id=tenant_id, actor=actor, action="staff_user.add", target=user,
+            data={"username": user.get_username()},
+        )
+    return scope

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.messages.storage.cookie import CookieStorage
+from django.http import HttpResponse
+from django.test import Client
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent
@@ -36,6 +39,45 @@ def test_issuing_a_key_shows_it_once_and_stores_only_its_hash(world, acme_staff)
     again = acme_staff.get(reverse("admin:tenancy_agent_change", args=[agent.pk]))
     assert not KEY.findall(again.content.decode())
     assert AuditEvent.objects.filter(action="agent_key.issue", actor="admin:acme-staff").count() == 1
+
+
+def _browse(client: Client, url: str, data: dict | None = None) -> list[HttpResponse]:
+    """One request (a POST when there is data) and every redirect after it, as a browser goes."""
+    responses = [client.post(url, data) if data is not None else client.get(url)]
+    while responses[-1].status_code in (301, 302, 303):
+        responses.append(client.get(responses[-1]["Location"]))
+    return responses
+
+
+def _cookie_texts(response: HttpResponse) -> list[str]:
+    """Every Set-Cookie of a response as sent, and the messages cookie also as Django reads it
+    (signed, not encrypted; compressed when that is shorter)."""
+    texts = []
+    for morsel in response.cookies.values():
+        texts.append(morsel.OutputString())
+        if morsel.key == CookieStorage.cookie_name and morsel.value:
+            texts.append(repr(CookieStorage(None)._decode(morsel.value)))
+    return texts
+
+
+@pytest.mark.parametrize("how", ["button", "action"])
+def test_a_new_key_travels_in_no_cookie_and_no_session(world, acme_staff, how):
+    agent = world.acme.agent
+    change = reverse("admin:tenancy_agent_change", args=[agent.pk])
+    if how == "button":
+        issuing = (reverse("admin:tenancy_agent_button", args=[agent.pk, "issue-key"]), {"label": "ci"})
+    else:
+        issuing = (reverse("admin:tenancy_agent_changelist"),
+                   {"action": "issue_key", "_selected_action": [agent.pk]})
+
+    flow = [*_browse(acme_staff, change), *_browse(acme_staff, *issuing), *_browse(acme_staff, change)]
+
+    shown = [secret for response in flow for secret in KEY.findall(response.content.decode())]
+    (secret,) = shown
+    assert AgentKey.objects.filter(agent=agent).count() == 2
+    cookies = [text for response in flow for text in _cookie_texts(response)]
+    assert not [text for text in cookies if secret in text]
+    assert secret not in repr(dict(acme_staff.session.items()))
 
 
 def test_the_issue_key_action_issues_one_key_per_agent(world, superuser):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -15,6 +16,8 @@ from tests.factories import SIMPLE_SCHEMA, ToolVersionFactory
 pytestmark = pytest.mark.django_db
 
 CONTENT_INPUTS = ("description", "parameters", "executor_config", "side_effect", "timeout_s", "rules")
+SHOWN = re.compile(r'name="shown" value="([0-9a-f]*)"')
+PUBLISH_OFF = re.compile(r'<button[^>]*value="publish"[^>]*\sdisabled>')
 
 
 def _change(version: ToolVersion) -> str:
@@ -23,6 +26,12 @@ def _change(version: ToolVersion) -> str:
 
 def _button(version: ToolVersion, name: str) -> str:
     return reverse("admin:catalog_toolversion_button", args=[version.pk, name])
+
+
+def _publish_form(page, note: str = "ready") -> dict:
+    """The Publish button's form as `page` has it."""
+    (shown,) = SHOWN.findall(page.content.decode())
+    return {"note": note, "shown": shown}
 
 
 def _draft_form(version: ToolVersion, **changes) -> dict:
@@ -122,14 +131,44 @@ def test_publishing_a_draft_by_button(world, acme_staff, django_capture_on_commi
     draft = ToolVersionFactory(tool=world.acme.tool, number=2)
     generation = catalog_generation()
 
+    opened = acme_staff.get(_change(draft))
+
     with django_capture_on_commit_callbacks(execute=True):
-        response = acme_staff.post(_button(draft, "publish"), {"note": "ready"}, follow=True)
+        response = acme_staff.post(_button(draft, "publish"), _publish_form(opened), follow=True)
 
     draft.refresh_from_db()
     assert draft.status == VersionStatus.PUBLISHED and draft.published_at is not None
     assert catalog_generation() > generation
     assert "Published acme_tool v2." in response.content.decode()
     assert AuditEvent.objects.get(action="tool_version.publish").note == "ready"
+
+
+def test_publish_is_refused_on_a_page_whose_edits_failed_validation(world, acme_staff):
+    draft = ToolVersionFactory(tool=world.acme.tool, number=2)
+    failed = acme_staff.post(_change(draft), _draft_form(draft, description="New words.", parameters="{oops"))
+    assert failed.status_code == 200 and failed.context["errors"]
+
+    response = acme_staff.post(_button(draft, "publish"), _publish_form(failed), follow=True)
+
+    draft.refresh_from_db()
+    assert draft.status == VersionStatus.DRAFT
+    assert "Publish: nothing was done. The page held changes that are not saved" in response.content.decode()
+    assert not AuditEvent.objects.filter(action="tool_version.publish").exists()
+    # and the page with the failed edits offered Publish switched off, saying why
+    assert PUBLISH_OFF.search(failed.content.decode())
+    assert "Save your changes first" in failed.content.decode()
+    assert not PUBLISH_OFF.search(response.content.decode())
+
+
+def test_publish_is_refused_when_the_draft_was_saved_since_the_page_was_opened(world, acme_staff):
+    draft = ToolVersionFactory(tool=world.acme.tool, number=2)
+    opened = acme_staff.get(_change(draft))
+    acme_staff.post(_change(draft), _draft_form(draft, description="Other words, saved in another tab."))
+
+    response = acme_staff.post(_button(draft, "publish"), _publish_form(opened), follow=True)
+
+    assert ToolVersion.objects.get(pk=draft.pk).status == VersionStatus.DRAFT
+    assert "Publish: nothing was done." in response.content.decode()
 
 
 def test_the_change_page_offers_the_next_steps_only(world, acme_staff):

@@ -45,3 +45,11 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+def log_in(page, admin_url: str, username: str, password: str) -> None:
+    """Sign in on the admin's login page as a person would."""
+    page.goto(f"{admin_url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("input[type=submit]")

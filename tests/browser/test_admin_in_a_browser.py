@@ -20,6 +20,7 @@ from apps.gateway.contracts import VersionSpec
 from apps.gateway.pipeline.normalize import args_hash
 from apps.ledger.models import Approval, LedgerEntry, LedgerState, ReconcileAttempt
 from apps.tenancy.models import Grant
+from tests.browser.conftest import log_in
 from tests.factories import AgentFactory, TenantFactory, ToolFactory
 from tests.gateway.conftest import QUERY_SCHEMA
 
@@ -75,11 +76,7 @@ def test_a_curator_and_an_operator_at_work(live_server, page):
     page.on("dialog", lambda dialog: dialog.accept())
     admin = f"{live_server.url}/admin"
 
-    # log in
-    page.goto(f"{admin}/login/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", "pw-for-browser")
-    page.click("input[type=submit]")
+    log_in(page, admin, "admin", "pw-for-browser")
     assert page.locator("#site-name").inner_text().strip().endswith("ToolHub")
 
     # create a tool, then a draft version of it with a leaky parameter

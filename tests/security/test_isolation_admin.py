@@ -1,10 +1,11 @@
 """Tenant isolation in the admin, for every registered ModelAdmin and every admin page.
 
-Staff scoped to tenant `acme`, holding every permission of ToolHub's apps, request every
-page (changelist, add, change, delete, history, custom object pages and buttons) and run
-every action against `globex`'s rows. They get "not found", "forbidden" or an empty list:
-never a 500, never a page showing "globex", never a change to globex's rows. A superuser
-on the same pages sees the rows, so no check passes because the row was missing.
+Staff scoped to tenant `acme`, holding every permission of ToolHub's apps and of managing
+people (Django's auth), request every page (changelist, add, change, delete, history,
+custom object pages and buttons) and run every action against `globex`'s rows. They get
+"not found", "forbidden" or an empty list: never a 500, never a page showing "globex",
+never a change to globex's rows. A superuser on the same pages sees the rows, so no check
+passes because the row was missing.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ MODELS = [model._meta.label for model, _ in registered()]
 NOT_FOUND = "doesn’t exist"
 
 
-def _project_permissions() -> list[Permission]:
+def _staff_permissions() -> list[Permission]:
+    """Every permission of ToolHub's own apps, and of managing people and groups."""
     labels = [config.label for config in apps.get_app_configs() if config.name.startswith("apps.")]
-    return list(Permission.objects.filter(content_type__app_label__in=labels))
+    return list(Permission.objects.filter(content_type__app_label__in=[*labels, "auth"]))
 
 
 @pytest.fixture
@@ -55,9 +57,10 @@ def globex() -> TenantRows:
 
 @pytest.fixture
 def acme_staff(acme) -> Client:
-    """Scoped to acme, with every permission of ToolHub's own apps (none of Django's auth)."""
+    """Scoped to acme, with every permission of ToolHub's own apps and of Django's auth
+    (people are managed per tenant too)."""
     user = acme["tenancy.StaffScope"].user
-    user.user_permissions.set(_project_permissions())
+    user.user_permissions.set(_staff_permissions())
     client = Client()
     client.force_login(user)
     return client
