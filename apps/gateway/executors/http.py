@@ -87,7 +87,8 @@ def _rejection(response: httpx.Response, tool: str) -> ExecutionRejected:
     elif status == 409:
         error = BusinessRuleError(
             f"{tool} refused the call: {message}",
-            hint="The target's current state does not allow this; look it up before acting.",
+            hint="The target's current state does not allow this call as it is; the message says "
+            "why. Do not send it again unchanged: change it as the message says, or tell the user.",
         )
     elif status == 429:
         error = RateLimitedError(
