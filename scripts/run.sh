@@ -13,10 +13,8 @@ PY=.venv/bin/python
 BIN=.venv/bin
 PORT=${TOOLHUB_PORT:-8000}
 BASE_URL="http://127.0.0.1:${PORT}"
-if [ -n "${TOOLHUB_PORT:-}" ] && [ -z "${TOOLHUB_DEMO_PAYMENTS_URL:-}" ]; then
-  # The http executor reaches the payments upstream on this same server.
-  export TOOLHUB_DEMO_PAYMENTS_URL="${BASE_URL}/demo/payments"
-fi
+# The http executor reaches the demo payments upstream on this same server: the settings
+# derive TOOLHUB_DEMO_PAYMENTS_URL from TOOLHUB_PORT.
 
 # Web workers, Celery and beat are separate processes: the settings' default in-memory
 # cache would give each its own key cache and rate counters, so share one under var/.

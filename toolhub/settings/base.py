@@ -180,9 +180,11 @@ TOOLHUB_SECRETS = {
 }
 # Serve the demo shop's upstreams under /demo/ (production settings turn this off by default).
 TOOLHUB_DEMO_ENABLED = env.bool("TOOLHUB_DEMO_ENABLED", default=True)
-# Where the http executor reaches the demo payments upstream (served by this same process).
+# Where the http executor reaches the demo payments upstream (served by this same process,
+# so on the port `make run` serves: TOOLHUB_PORT).
 TOOLHUB_DEMO_PAYMENTS_URL = env.str(
-    "TOOLHUB_DEMO_PAYMENTS_URL", default="http://127.0.0.1:8000/demo/payments"
+    "TOOLHUB_DEMO_PAYMENTS_URL",
+    default=f"http://127.0.0.1:{env.int('TOOLHUB_PORT', default=8000)}/demo/payments",
 )
 # `seed_demo` derives the admin password from SECRET_KEY unless this is set.
 TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
