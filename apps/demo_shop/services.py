@@ -18,8 +18,9 @@ from django.db.models import Sum
 
 from apps.audit.services import audit_record
 from apps.catalog.cache import catalog_changed
+from apps.catalog.definitions import platform_settings_named
 from apps.catalog.models import Tool, Toolset, ToolsetPhase
-from apps.catalog.services import grant_save, version_create_draft, version_publish
+from apps.catalog.services import grant_save, tool_save, version_create_draft, version_publish
 from apps.common.errors import BusinessRuleError
 from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
@@ -286,7 +287,16 @@ def _seed_orders() -> None:
 def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
     definition = dict(DEMO_TOOLS[name])
     summary = definition.pop("summary")
-    tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": tenant, "summary": summary})
+    # A tool that uses the platform's secret (the payments key) must be the platform's: the
+    # shared catalog, granted to the demo tenant (README "Configuration", the secrets rule).
+    owner = None if platform_settings_named(
+        executor=definition["executor"], executor_config=definition["executor_config"]
+    ) else tenant
+    tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": owner, "summary": summary})
+    if tool.tenant_id != (owner.pk if owner else None):
+        # Seeded by an earlier release as the tenant's own: its calls would now be refused.
+        tool.tenant = owner
+        tool_save(tool=tool, actor=SEED_ACTOR)
     if tool.versions.exists():
         return tool  # published versions never change; later versions are the curators'
     draft = version_create_draft(

@@ -186,6 +186,13 @@ TOOLHUB_DEMO_PAYMENTS_URL = env.str(
     "TOOLHUB_DEMO_PAYMENTS_URL",
     default=f"http://127.0.0.1:{env.int('TOOLHUB_PORT', default=8000)}/demo/payments",
 )
+# Egress policy of executors (apps/gateway/executors/egress.py): loopback, private,
+# link-local, unique-local and cloud-metadata addresses are refused unless this names the
+# host: comma-separated host[:port] patterns (api.example.com, *.corp.example:8443,
+# 127.0.0.1:*; no port means 80 and 443). Public hosts are allowed unless
+# TOOLHUB_EGRESS_PUBLIC is false, which makes the list a strict allowlist.
+TOOLHUB_EGRESS_ALLOW = env.list("TOOLHUB_EGRESS_ALLOW", default=[])
+TOOLHUB_EGRESS_PUBLIC = env.bool("TOOLHUB_EGRESS_PUBLIC", default=True)
 # `seed_demo` derives the admin password from SECRET_KEY unless this is set.
 TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
 TOOLHUB_SESSION_MAX_TTL_S = env.int("TOOLHUB_SESSION_MAX_TTL_S", default=86_400)
