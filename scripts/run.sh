@@ -16,7 +16,7 @@ BASE_URL="http://127.0.0.1:${PORT}"
 # The http executor reaches the demo payments upstream on this same server (the settings
 # derive TOOLHUB_DEMO_PAYMENTS_URL from TOOLHUB_PORT): the egress policy must let it reach
 # this loopback port, on top of whatever the environment or .env allows.
-allow=${TOOLHUB_EGRESS_ALLOW:-$(sed -n 's/^TOOLHUB_EGRESS_ALLOW=//p' .env 2>/dev/null | tail -n 1 | tr -d "\"'")}
+allow=${TOOLHUB_EGRESS_ALLOW:-$(sed -n 's/^TOOLHUB_EGRESS_ALLOW=//p' .env 2>/dev/null | tail -n 1 | tr -d "\"'" || true)}
 export TOOLHUB_EGRESS_ALLOW="${allow:+${allow},}127.0.0.1:${PORT}"
 
 # Web workers, Celery and beat are separate processes: the settings' default in-memory
