@@ -30,6 +30,7 @@ ENV = {
     "CACHE_URL": os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/9"),
     "CELERY_BROKER_URL": os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/10"),
     "TOOLHUB_DEMO_PAYMENTS_URL": f"http://127.0.0.1:{PORT}/demo/payments",
+    "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{PORT}",
     "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "100000000",
     "LOG_LEVEL": "WARNING",
 }

@@ -13,10 +13,11 @@ PY=.venv/bin/python
 BIN=.venv/bin
 PORT=${TOOLHUB_PORT:-8000}
 BASE_URL="http://127.0.0.1:${PORT}"
-if [ -n "${TOOLHUB_PORT:-}" ] && [ -z "${TOOLHUB_DEMO_PAYMENTS_URL:-}" ]; then
-  # The http executor reaches the payments upstream on this same server.
-  export TOOLHUB_DEMO_PAYMENTS_URL="${BASE_URL}/demo/payments"
-fi
+# The http executor reaches the demo payments upstream on this same server (the settings
+# derive TOOLHUB_DEMO_PAYMENTS_URL from TOOLHUB_PORT): the egress policy must let it reach
+# this loopback port, on top of whatever the environment or .env allows.
+allow=${TOOLHUB_EGRESS_ALLOW:-$(sed -n 's/^TOOLHUB_EGRESS_ALLOW=//p' .env 2>/dev/null | tail -n 1 | tr -d "\"'" || true)}
+export TOOLHUB_EGRESS_ALLOW="${allow:+${allow},}127.0.0.1:${PORT}"
 
 # Web workers, Celery and beat are separate processes: the settings' default in-memory
 # cache would give each its own key cache and rate counters, so share one under var/.

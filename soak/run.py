@@ -47,6 +47,8 @@ ENV = {
     "CACHE_URL": os.environ.get("SOAK_CACHE_URL", "redis://127.0.0.1:6379/11"),
     "CELERY_BROKER_URL": os.environ.get("SOAK_BROKER_URL", "redis://127.0.0.1:6379/12"),
     "TOOLHUB_DEMO_PAYMENTS_URL": f"{BASE}/demo/payments",
+    # The payments upstream is this server, on loopback: the egress policy must allow it.
+    "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{PORT}",
     "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "100000000",
     # Reconcile soon and often, so the audit can follow within the settle time.
     "TOOLHUB_RECONCILE_BACKOFF_S": "1,2,4,8,16",

@@ -7,6 +7,7 @@ schema must itself be valid Draft 2020-12, with patterns RE2 can match in linear
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -111,6 +112,8 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
     },
 }
+# executor_config keys that name something of the platform's settings (a secret, a URL).
+PLATFORM_SETTING_KEYS = ("secret_ref", "url_setting")
 _APPROVAL_SCHEMA = {
     "type": "object",
     "properties": {
@@ -193,6 +196,29 @@ def validate_definition(
                 f"schema's properties: {', '.join(sorted(unknown))}."
             )
     return errors
+
+
+def platform_settings_named(*, executor: str, executor_config: Any) -> dict[str, str]:
+    """The platform settings an http version's config names, by key (`secret_ref`, `url_setting`)."""
+    if executor != "http" or not isinstance(executor_config, Mapping):
+        return {}
+    return {key: str(executor_config[key]) for key in PLATFORM_SETTING_KEYS if executor_config.get(key)}
+
+
+def platform_settings_problems(*, executor: str, executor_config: Any, platform_owned: bool) -> list[str]:
+    """The platform-secrets rule: settings (secrets, URLs) are named only by versions of
+    platform-owned tools (the shared catalog). A tenant's tool brings its own URL and no
+    platform credential, or its curators could send the platform's secrets anywhere."""
+    named = platform_settings_named(executor=executor, executor_config=executor_config)
+    if platform_owned or not named:
+        return []
+    listed = ", ".join(f"{key} {value!r}" for key, value in named.items())
+    return [
+        f"This tool belongs to a tenant, so its versions cannot name platform settings ({listed}): "
+        "only shared-catalog tools, curated by the platform's operators, may use the platform's "
+        'secrets and URL settings. Give the full "url" instead, and ask an operator for a '
+        "shared tool if the call needs a platform credential."
+    ]
 
 
 def _referenced_fields(normalizers: Any, bindings: Any, rules: Any, approval: Any) -> set[str]:

@@ -16,6 +16,8 @@ from typing import Any
 
 from apps.gateway.pipeline.normalize import normalize_value
 
+from .definitions import platform_settings_named
+
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
@@ -91,10 +93,21 @@ class ToolDefinition:
     context_bindings: Mapping[str, Any] = field(default_factory=dict)
     number: int = 1
     normalizers: Mapping[str, Any] = field(default_factory=dict)
+    platform_owned: bool = True  # a shared-catalog tool, not a tenant's
 
     @property
     def tool_name(self) -> str:  # what apps/catalog/exports.py calls the name
         return self.name
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What lint knows of the deployment a version would run in: the platform's secrets and
+    URL settings by name, and the egress policy's verdict on a URL (None: allowed)."""
+
+    secrets: frozenset[str] = frozenset()
+    url_settings: Mapping[str, str] = field(default_factory=dict)
+    egress_refusal: Callable[[str], str | None] = field(default=lambda url: None)
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:
@@ -105,8 +118,11 @@ def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.tool, f.field, f.code))
 
 
-def lint_tool(tool: ToolDefinition, *, others: Sequence[ToolDefinition] = ()) -> list[Finding]:
-    """Every finding of one tool version; `others` are the tools a model may see beside it."""
+def lint_tool(
+    tool: ToolDefinition, *, others: Sequence[ToolDefinition] = (), deployment: Deployment | None = None
+) -> list[Finding]:
+    """Every finding of one tool version; `others` are the tools a model may see beside it.
+    With `deployment`, also whether its executor can run there (secrets, URL, egress)."""
     findings = [
         *_check_objects(tool),
         *_check_properties(tool),
@@ -115,6 +131,8 @@ def lint_tool(tool: ToolDefinition, *, others: Sequence[ToolDefinition] = ()) ->
         *_check_overlap(tool, others),
         *_check_normalizers(tool),
     ]
+    if deployment is not None:
+        findings += [*_check_platform_settings(tool, deployment), *_check_egress(tool, deployment)]
     return sorted_findings(Finding(**{**f.__dict__, "tool": tool.name}) for f in findings)
 
 
@@ -376,3 +394,45 @@ def _check_normalizers(tool: ToolDefinition) -> Iterable[Finding]:
                 f"allowed values of '{name}': the normalizer changes nothing that matters.",
                 "Remove it, or declare the normalizer that fixes how models misspell these values.",
             )
+
+
+def _check_platform_settings(tool: ToolDefinition, deployment: Deployment) -> Iterable[Finding]:
+    named = platform_settings_named(executor=tool.executor, executor_config=tool.executor_config)
+    if named and not tool.platform_owned:
+        yield Finding(
+            ERROR, "platform-setting-in-tenant-tool", "executor_config",
+            f"A tenant's tool names platform settings ({', '.join(sorted(named))}): its curators could "
+            "send the platform's credentials to any host. Only shared-catalog tools may name them.",
+            'Give the full "url" and no secret_ref, or ask an operator for a shared tool.',
+        )
+        return
+    if "secret_ref" in named and named["secret_ref"] not in deployment.secrets:
+        yield Finding(
+            ERROR, "unknown-secret-ref", "executor_config/secret_ref",
+            f"TOOLHUB_SECRETS has no secret named {named['secret_ref']!r}: every call would fail "
+            "before sending.",
+            "Name a secret the platform has (settings TOOLHUB_SECRETS, spelled exactly), or have an "
+            "operator add it first.",
+        )
+    if "url_setting" in named and named["url_setting"] not in deployment.url_settings:
+        yield Finding(
+            ERROR, "unknown-url-setting", "executor_config/url_setting",
+            f"No setting named {named['url_setting']!r} holds an http(s) URL: every call would fail "
+            "before sending.",
+            'Name a setting that holds the provider\'s URL (spelled exactly), or give the full "url".',
+        )
+
+
+def _check_egress(tool: ToolDefinition, deployment: Deployment) -> Iterable[Finding]:
+    config = tool.executor_config or {}
+    if tool.executor != "http":
+        return
+    url = config.get("url") or deployment.url_settings.get(str(config.get("url_setting")))
+    if not isinstance(url, str) or not (refusal := deployment.egress_refusal(url)):
+        return
+    yield Finding(
+        ERROR, "egress-refused", "executor_config",
+        f"The egress policy refuses this tool's URL: {refusal}. Every call would be refused with "
+        "nothing sent.",
+        "Use the provider's public host, or have an operator name the host in TOOLHUB_EGRESS_ALLOW.",
+    )

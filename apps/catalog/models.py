@@ -8,7 +8,7 @@ from django.db import models
 
 from apps.common.models import TimeStampedModel
 
-from .definitions import validate_definition
+from .definitions import platform_settings_problems, validate_definition
 
 tool_name_validator = RegexValidator(
     r"^[a-z][a-z0-9_]{0,63}$", "Use snake_case: lowercase letters, digits and '_', at most 64."
@@ -149,6 +149,13 @@ class ToolVersion(TimeStampedModel):
             executor_config=self.executor_config,
             approval=self.approval,
         )
+        if self.tool_id is not None and (
+            problems := platform_settings_problems(
+                executor=self.executor, executor_config=self.executor_config,
+                platform_owned=self.tool.tenant_id is None,
+            )
+        ):
+            errors.setdefault("executor_config", []).extend(problems)
         if errors:
             raise ValidationError(errors)
 

@@ -7,9 +7,10 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q, QuerySet
 
+from apps.gateway.executors.egress import egress_policy
 from apps.tenancy.models import Tenant
 
-from .lint import Finding, ToolDefinition, lint_tool, lint_toolset, sorted_findings
+from .lint import Deployment, Finding, ToolDefinition, lint_tool, lint_toolset, sorted_findings
 from .models import Tool, Toolset, ToolVersion, VersionStatus
 from .previews import token_estimator
 
@@ -57,6 +58,23 @@ def lint_definition(version: ToolVersion) -> ToolDefinition:
         context_bindings=version.context_bindings,
         number=version.number,
         normalizers=version.normalizers,
+        platform_owned=version.tool.tenant_id is None,
+    )
+
+
+def lint_deployment() -> Deployment:
+    """What lint needs to know of this deployment: secrets and URL settings, the egress policy."""
+    url_settings = {
+        name: value
+        for name in dir(settings)
+        if name.isupper()
+        and isinstance(value := getattr(settings, name, None), str)
+        and value.startswith(("http://", "https://"))
+    }
+    return Deployment(
+        secrets=frozenset(settings.TOOLHUB_SECRETS),
+        url_settings=url_settings,
+        egress_refusal=egress_policy().url_refusal,
     )
 
 
@@ -97,7 +115,9 @@ def version_findings(*, version: ToolVersion) -> list[Finding]:
     """Lint of one version against the tools beside it, and of the toolsets its tool is in
     (counted with this version in place of the tool's published one)."""
     others = _current_definitions(_neighbours(version.tool).exclude(pk=version.tool_id))
-    findings = lint_tool(lint_definition(version), others=list(others.values()))
+    findings = lint_tool(
+        lint_definition(version), others=list(others.values()), deployment=lint_deployment()
+    )
     return sorted_findings([*findings, *_toolset_findings(version.tool.toolsets.all(), replace=version)])
 
 
@@ -106,12 +126,13 @@ def catalog_findings(*, tenant_id: int | None = None) -> list[Finding]:
     and of every toolset (unscoped only: toolsets span tenants)."""
     tools = tools_visible_to_tenant(tenant=tenant_id) if tenant_id else Tool.objects.all()
     current = _current_definitions(Tool.objects.all())
+    deployment = lint_deployment()
     findings: list[Finding] = []
     for version in ToolVersion.objects.filter(
         tool__in=tools, status__in=[VersionStatus.DRAFT, VersionStatus.PUBLISHED]
     ).select_related("tool"):
         neighbours = [d for tool_id, d in current.items() if tool_id != version.tool_id]
-        findings += lint_tool(lint_definition(version), others=neighbours)
+        findings += lint_tool(lint_definition(version), others=neighbours, deployment=deployment)
     if tenant_id is None:
         findings += _toolset_findings(Toolset.objects.all())
     return sorted_findings(findings)

@@ -14,11 +14,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 
 from apps.audit.services import audit_record
 from apps.catalog.cache import catalog_changed
+from apps.catalog.definitions import platform_settings_named
 from apps.catalog.models import Tool, Toolset, ToolsetPhase
-from apps.catalog.services import grant_save, version_create_draft, version_publish
+from apps.catalog.services import grant_save, tool_save, version_create_draft, version_publish
 from apps.common.errors import BusinessRuleError
 from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
@@ -92,13 +94,15 @@ def _replay(refund: DemoRefund, *, order_id: str, amount_cents: int) -> RefundOu
     return RefundOutcome(refund=refund, replayed=True)
 
 
-def _check_refundable(*, order_id: str, amount_cents: int, user_id: str | None) -> None:
+def _locked_order(*, order_id: str, amount_cents: int, user_id: str | None) -> DemoOrder:
+    """The order to refund, its row locked until the refund is recorded (concurrent refunds
+    of one order are counted one after the other)."""
     if amount_cents < 1:
         raise RefundRefused(
             code="invalid_amount",
             message=f"amount_cents must be at least 1, got {amount_cents}.", http_status=422,
         )
-    orders = DemoOrder.objects.filter(order_id=order_id)
+    orders = DemoOrder.objects.select_for_update().filter(order_id=order_id)
     if user_id is not None:
         orders = orders.filter(user_id=user_id)
     order = orders.first()
@@ -107,12 +111,33 @@ def _check_refundable(*, order_id: str, amount_cents: int, user_id: str | None) 
             code="order_not_found", message=f"No order {order_id} exists for this customer.",
             http_status=404,
         )
+    return order
+
+
+def _check_refundable(*, order: DemoOrder, amount_cents: int) -> None:
+    """Refuse a refund past what is left of the order: its amount less earlier refunds."""
     if amount_cents > order.amount_cents:
         raise RefundRefused(
             code="amount_exceeds_order",
             message=f"amount_cents {amount_cents} is more than the order's amount "
             f"({order.amount_cents} cents).",
             http_status=422,
+        )
+    refunded = (
+        DemoRefund.objects.filter(order_id=order.order_id).aggregate(total=Sum("amount_cents"))["total"] or 0
+    )
+    refundable = order.amount_cents - refunded
+    if amount_cents > refundable:
+        raise RefundRefused(
+            code="amount_exceeds_refundable",
+            message=(
+                f"Order {order.order_id} is already refunded in full ({refunded} cents); nothing is "
+                "left to refund."
+                if refundable <= 0 else
+                f"Only {refundable} cents of order {order.order_id} are left to refund ({refunded} of "
+                f"its {order.amount_cents} cents are already refunded), not {amount_cents}."
+            ),
+            http_status=409,
         )
 
 
@@ -123,16 +148,22 @@ def refund_create(
 
     A replay of a key answers the first refund; the unique constraint on the key, not the
     lookup before it, is what keeps concurrent duplicates to one row. When `user_id` is
-    given (ToolHub sends the session's), the order must be that user's. Raises
-    RefundRefused: order_not_found, invalid_amount, amount_exceeds_order, or
-    idempotency_key_reused when the key came with another order or amount.
+    given (ToolHub sends the session's), the order must be that user's. The refunds of an
+    order never add up to more than its amount (its row is locked while one is recorded).
+    Raises RefundRefused: order_not_found, invalid_amount, amount_exceeds_order,
+    amount_exceeds_refundable (409, naming what is left), or idempotency_key_reused when
+    the key came with another order or amount.
     """
     existing = refund_get_by_key(idempotency_key=idempotency_key)
     if existing is not None:
         return _replay(existing, order_id=order_id, amount_cents=amount_cents)
-    _check_refundable(order_id=order_id, amount_cents=amount_cents, user_id=user_id)
     try:
         with transaction.atomic():
+            order = _locked_order(order_id=order_id, amount_cents=amount_cents, user_id=user_id)
+            # A duplicate of this request may have been recorded while we waited for the lock.
+            if (existing := refund_get_by_key(idempotency_key=idempotency_key)) is not None:
+                return _replay(existing, order_id=order_id, amount_cents=amount_cents)
+            _check_refundable(order=order, amount_cents=amount_cents)
             refund = DemoRefund.objects.create(
                 refund_id=f"re_{secrets.token_hex(12)}", idempotency_key=idempotency_key,
                 order_id=order_id, amount_cents=amount_cents,
@@ -256,7 +287,16 @@ def _seed_orders() -> None:
 def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
     definition = dict(DEMO_TOOLS[name])
     summary = definition.pop("summary")
-    tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": tenant, "summary": summary})
+    # A tool that uses the platform's secret (the payments key) must be the platform's: the
+    # shared catalog, granted to the demo tenant (README "Configuration", the secrets rule).
+    owner = None if platform_settings_named(
+        executor=definition["executor"], executor_config=definition["executor_config"]
+    ) else tenant
+    tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": owner, "summary": summary})
+    if tool.tenant_id != (owner.pk if owner else None):
+        # Seeded by an earlier release as the tenant's own: its calls would now be refused.
+        tool.tenant = owner
+        tool_save(tool=tool, actor=SEED_ACTOR)
     if tool.versions.exists():
         return tool  # published versions never change; later versions are the curators'
     draft = version_create_draft(

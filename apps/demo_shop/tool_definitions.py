@@ -140,17 +140,19 @@ REFUND_PAYMENT: dict[str, Any] = {
     "summary": "Refunds money of an order through the payments provider.",
     "description": (
         "Refunds amount_cents of one of the current user's orders to their payment method, "
-        "through the payments provider. The amount is in cents (1250 = 12.50) and at most the "
-        "order's amount; look the order up first. Each call is a new refund: never call it "
-        "again after a timeout or an unknown outcome, the outcome is being checked. Does not "
-        "cancel the order (use cancel_order)."
+        "through the payments provider. The amount is in cents (1250 = 12.50) and at most what "
+        "is left to refund of the order (its amount less earlier refunds): the provider refuses "
+        "more and says how much is left. Look the order up first. Each call is a new refund: "
+        "never call it again after a timeout or an unknown outcome, the outcome is being "
+        "checked. Does not cancel the order (use cancel_order)."
     ),
     "parameters": _object({
         "order_id": _ORDER_ID,
         "amount_cents": {
             "type": "integer",
             "minimum": 1,
-            "description": "Amount to refund in cents, at least 1 and at most the order's amount.",
+            "description": "Amount to refund in cents, at least 1 and at most what is left to refund "
+            "of the order.",
         },
     }),
     "side_effect": "write",

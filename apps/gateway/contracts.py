@@ -72,6 +72,8 @@ class VersionSpec:
     loop_limit: int
     # Changes whenever a draft is edited, so caches keyed on it never serve stale drafts.
     revision: str = ""
+    # The tool is in the shared catalog (no tenant): only then may it use platform secrets.
+    platform_owned: bool = False
 
     @classmethod
     def from_model(cls, version: ToolVersion) -> VersionSpec:
@@ -97,6 +99,7 @@ class VersionSpec:
             empty_meaning=version.meaning_of_empty,
             loop_limit=version.loop_limit,
             revision=f"{version.pk}:{version.updated_at.isoformat() if version.updated_at else ''}",
+            platform_owned=version.tool.tenant_id is None,
         )
 
     @property

@@ -225,6 +225,7 @@ def _execution_request(
         config=thaw(version.executor_config),
         subject=prepared.subject,
         idempotency_key=key,
+        platform_owned=version.platform_owned,
     )
 
 

@@ -48,6 +48,7 @@ def execution_request_for(entry: LedgerEntry) -> ExecutionRequest:
         config=version.executor_config,
         subject=entry.subject,
         idempotency_key=entry.key,
+        platform_owned=entry.tool.tenant_id is None,
     )
 
 

@@ -232,3 +232,44 @@ def test_the_whole_amount_of_the_order_can_be_refunded_for_its_owner(payments):
     # then
     assert response.status_code == 201
     assert DemoRefund.objects.get().amount_cents == 5_000
+
+
+def test_refunds_of_an_order_never_add_up_to_more_than_its_amount(payments):
+    # given
+    DemoOrderFactory(order_id="ORD-000013", user_id="u-1001", amount_cents=5_000)
+    _refund(payments, "key-13a", order_id="ORD-000013", amount_cents=3_000)
+
+    # when
+    past = _refund(payments, "key-13b", order_id="ORD-000013", amount_cents=2_001)
+    rest = _refund(payments, "key-13c", order_id="ORD-000013", amount_cents=2_000)
+    after = _refund(payments, "key-13d", order_id="ORD-000013", amount_cents=1)
+
+    # then
+    assert past.status_code == 409
+    assert past.json()["error"] == {
+        "code": "amount_exceeds_refundable",
+        "message": "Only 2000 cents of order ORD-000013 are left to refund (3000 of its 5000 cents "
+        "are already refunded), not 2001.",
+    }
+    assert rest.status_code == 201
+    assert after.status_code == 409
+    assert "already refunded in full (5000 cents)" in after.json()["error"]["message"]
+    assert sorted(DemoRefund.objects.values_list("amount_cents", flat=True)) == [2_000, 3_000]
+
+
+def test_concurrent_full_refunds_of_one_order_refund_it_once(payments):
+    # given
+    DemoOrderFactory(order_id="ORD-000014", amount_cents=5_000)
+    start = threading.Barrier(10)
+
+    def post(n: int) -> httpx.Response:
+        start.wait()
+        return _refund(payments, f"key-14-{n}", order_id="ORD-000014", amount_cents=5_000)
+
+    # when
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        responses = list(pool.map(post, range(10)))
+
+    # then
+    assert sorted(r.status_code for r in responses) == [201] + [409] * 9
+    assert DemoRefund.objects.count() == 1

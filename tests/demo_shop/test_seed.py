@@ -192,3 +192,27 @@ def test_the_write_tools_are_declared_as_writes_with_their_executors():
     for version in ToolVersion.objects.filter(executor="python"):
         assert get_tool_callable(version.executor_config["callable"]) is not None
     assert get_reconcile_callable(cancel.executor_config["reconcile"]) is not None
+
+
+def test_the_refund_tool_that_uses_the_platforms_payments_key_is_a_shared_tool():
+    _seed()
+
+    owners = dict(Tool.objects.values_list("name", "tenant__slug"))
+    assert owners == {
+        "search_orders": "demo", "get_order": "demo", "cancel_order": "demo", "refund_payment": None,
+    }
+    agent = Agent.objects.get(tenant__slug="demo", name="support-bot")
+    assert Grant.objects.filter(agent=agent, tool__name="refund_payment").exists()
+
+
+def test_a_refund_tool_seeded_as_the_tenants_by_an_earlier_release_moves_to_the_shared_catalog():
+    # given: the ownership an earlier seed gave it (its version saved before the rule existed)
+    _seed()
+    Tool.objects.filter(name="refund_payment").update(tenant=Tenant.objects.get(slug="demo"))
+
+    # when
+    _seed()
+
+    # then
+    assert Tool.objects.get(name="refund_payment").tenant_id is None
+    assert AuditEvent.objects.filter(action="tool.update", data__name="refund_payment").exists()

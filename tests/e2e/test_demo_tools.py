@@ -146,3 +146,45 @@ def test_an_amount_above_the_order_is_a_documented_rejection(demo):
     assert body["status"] == "error" and body["kind"] == "invalid_args"
     assert LedgerEntry.objects.get().state == LedgerState.FAILED
     assert not DemoRefund.objects.exists()
+
+
+def test_a_refund_past_what_is_left_of_the_order_is_a_business_rule_naming_what_is_left(demo):
+    # given: ORD-000008 of u-1001, 41,764 cents
+    full = {"order_id": "ORD-000008", "amount_cents": 41_764}
+
+    # when: two full refunds, each its own call
+    first = demo.invoke("refund_payment", full, call_id="refund_1")
+    second = demo.invoke("refund_payment", full, call_id="refund_2")
+    third = demo.invoke("refund_payment", {"order_id": "ORD-000008", "amount_cents": 1}, call_id="refund_3")
+
+    # then: the upstream refused the second; the model reads why and what to do
+    assert first["status"] == "ok"
+    assert second["status"] == "error" and second["kind"] == "business_rule"
+    assert "already refunded in full (41764 cents)" in second["message"]
+    assert "Do not send it again unchanged" in second["hint"]
+    assert third["kind"] == "business_rule"
+    assert list(DemoRefund.objects.values_list("amount_cents", flat=True)) == [41_764]
+    states = dict(LedgerEntry.objects.values_list("call_id", "state"))
+    assert states == {"refund_1": "committed", "refund_2": "failed", "refund_3": "failed"}
+
+
+def test_a_partial_refund_leaves_the_rest_refundable_and_the_refusal_names_it(demo):
+    def refund(amount_cents: int, call_id: str) -> dict:
+        return demo.invoke("refund_payment", {"order_id": "ORD-000008", "amount_cents": amount_cents},
+                           call_id=call_id)
+
+    refund(40_000, "refund_1")
+
+    body = refund(2_000, "refund_2")
+    rest = refund(1_764, "refund_3")
+
+    assert body["kind"] == "business_rule"
+    assert "Only 1764 cents of order ORD-000008 are left to refund" in body["message"]
+    assert rest["status"] == "ok"
+    assert sum(DemoRefund.objects.values_list("amount_cents", flat=True)) == 41_764
+
+
+def test_the_refund_tool_says_it_refunds_at_most_what_is_left(demo):
+    tools = demo.http.get("/api/v1/tools", params={"format": "openai"}).json()
+
+    assert "at most what is left to refund of the order" in json.dumps(tools)

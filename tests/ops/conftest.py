@@ -200,6 +200,7 @@ def gunicorn_server(throwaway_postgres: ThrowawayPostgres) -> Iterator[Server]:
         "CACHE_URL": django_settings.CACHES["default"]["LOCATION"],
         "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
         "TOOLHUB_DEMO_PAYMENTS_URL": f"{url}/demo/payments",
+        "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{port}",
         "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "1000000",
         "GUNICORN_BIND": f"127.0.0.1:{port}",
         "WEB_CONCURRENCY": "2",

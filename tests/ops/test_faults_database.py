@@ -155,6 +155,7 @@ while time.monotonic() < deadline and LedgerEntry.objects.filter(
         "DJANGO_SETTINGS_MODULE": "toolhub.settings.base",
         "DATABASE_URL": database_url,
         "TOOLHUB_DEMO_PAYMENTS_URL": f"{server.url}/demo/payments",
+        "TOOLHUB_EGRESS_ALLOW": "127.0.0.1:*",
         "TOOLHUB_SWEEP_GRACE_S": "0",
         "TOOLHUB_RECONCILE_BACKOFF_S": "0,0,0",
     }

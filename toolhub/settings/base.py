@@ -180,10 +180,19 @@ TOOLHUB_SECRETS = {
 }
 # Serve the demo shop's upstreams under /demo/ (production settings turn this off by default).
 TOOLHUB_DEMO_ENABLED = env.bool("TOOLHUB_DEMO_ENABLED", default=True)
-# Where the http executor reaches the demo payments upstream (served by this same process).
+# Where the http executor reaches the demo payments upstream (served by this same process,
+# so on the port `make run` serves: TOOLHUB_PORT).
 TOOLHUB_DEMO_PAYMENTS_URL = env.str(
-    "TOOLHUB_DEMO_PAYMENTS_URL", default="http://127.0.0.1:8000/demo/payments"
+    "TOOLHUB_DEMO_PAYMENTS_URL",
+    default=f"http://127.0.0.1:{env.int('TOOLHUB_PORT', default=8000)}/demo/payments",
 )
+# Egress policy of executors (apps/gateway/executors/egress.py): loopback, private,
+# link-local, unique-local and cloud-metadata addresses are refused unless this names the
+# host: comma-separated host[:port] patterns (api.example.com, *.corp.example:8443,
+# 127.0.0.1:*; no port means 80 and 443). Public hosts are allowed unless
+# TOOLHUB_EGRESS_PUBLIC is false, which makes the list a strict allowlist.
+TOOLHUB_EGRESS_ALLOW = env.list("TOOLHUB_EGRESS_ALLOW", default=[])
+TOOLHUB_EGRESS_PUBLIC = env.bool("TOOLHUB_EGRESS_PUBLIC", default=True)
 # `seed_demo` derives the admin password from SECRET_KEY unless this is set.
 TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
 TOOLHUB_SESSION_MAX_TTL_S = env.int("TOOLHUB_SESSION_MAX_TTL_S", default=86_400)

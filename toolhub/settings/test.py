@@ -18,3 +18,6 @@ TOOLHUB_SWEEP_GRACE_S = 0.5
 # Tests do not run collectstatic: let WhiteNoise look files up per request instead of
 # warning that STATIC_ROOT is missing.
 WHITENOISE_AUTOREFRESH = True
+# The tests' upstreams (live servers, fake upstreams) listen on loopback; tests of the
+# egress policy override this to prove refusals.
+TOOLHUB_EGRESS_ALLOW = ["127.0.0.1:*", "localhost:*"]

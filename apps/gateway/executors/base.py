@@ -27,6 +27,8 @@ class ExecutionRequest:
     config: Mapping[str, Any]
     subject: str = ""
     idempotency_key: str | None = None
+    # The tool is in the shared catalog: only then may its config name platform secrets.
+    platform_owned: bool = False
 
 
 class ExecutionError(Exception):

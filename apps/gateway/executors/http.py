@@ -5,6 +5,10 @@ from arguments. Each failure is classified by what we know about the side effect
 nothing sent (the request could not be built, or failed before a byte left: no http(s)
 scheme, DNS failure, connection refused) → not applied; sent but no clear answer → ambiguous.
 
+Only platform-owned tools may name platform settings (`secret_ref`, `url_setting`): checked
+on save, and again here in case a tool changed owner. Every connection goes through the
+egress policy (egress.py). Either refusal is `unavailable`, with nothing sent.
+
 httpx's timeouts bound each read and write, not the whole exchange: an upstream that
 drips a byte at a time would never trip them. So the exchange runs on a worker thread
 and the caller stops waiting at the tool's timeout (the thread ends at httpx's own
@@ -14,6 +18,7 @@ still complete, which is why a timed-out write is `unknown`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -23,11 +28,13 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from apps.catalog.definitions import platform_settings_named
 from apps.common.errors import (
     BusinessRuleError,
     InvalidArgsError,
     NotFoundError,
     RateLimitedError,
+    UnavailableError,
     UpstreamError,
 )
 from apps.common.request_context import in_current_context
@@ -40,8 +47,13 @@ from .base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
+from .egress import EgressRefused, EgressTransport
 
-_CLIENT = httpx.Client(follow_redirects=False, headers={"User-Agent": "ToolHub/1"})
+logger = logging.getLogger("toolhub.egress")
+
+_CLIENT = httpx.Client(
+    transport=EgressTransport(), follow_redirects=False, headers={"User-Agent": "ToolHub/1"}
+)
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolhub-http")
 
 
@@ -59,6 +71,33 @@ def _headers(request: ExecutionRequest) -> dict[str, str]:
     if secret_ref:
         headers["Authorization"] = f"Bearer {settings.TOOLHUB_SECRETS[secret_ref]}"
     return headers
+
+
+def _config_refusal(request: ExecutionRequest) -> str | None:
+    """Why this version's config cannot be used, checked before anything is sent: a platform
+    setting named by a tenant's tool, or a secret or URL setting the platform does not have."""
+    named = platform_settings_named(executor="http", executor_config=request.config)
+    if named and not request.platform_owned:
+        return (
+            f"{request.tool_name} belongs to a tenant but names platform settings "
+            f"({', '.join(named)}), which only shared-catalog tools may use"
+        )
+    if "secret_ref" in named and named["secret_ref"] not in settings.TOOLHUB_SECRETS:
+        return f"{request.tool_name} names a secret ToolHub does not have ({named['secret_ref']})"
+    if "url_setting" in named and not isinstance(getattr(settings, named["url_setting"], None), str):
+        return f"{request.tool_name} names a URL setting ToolHub does not have ({named['url_setting']})"
+    return None
+
+
+def _unavailable(request: ExecutionRequest, reason: str) -> ExecutionRejected:
+    """A refusal before sending: the tool cannot run as configured, so nothing was sent."""
+    logger.warning("%s v%s refused, nothing sent: %s", request.tool_name, request.version_number, reason)
+    return ExecutionRejected(UnavailableError(
+        f"{request.tool_name} cannot reach its provider: {reason}. Nothing was sent, so nothing "
+        "happened.",
+        hint="This needs an operator (the tool's configuration or ToolHub's egress policy); calling "
+        "again fails the same way. Tell the user the action was not done.",
+    ))
 
 
 def _upstream_message(response: httpx.Response) -> str:
@@ -88,7 +127,8 @@ def _rejection(response: httpx.Response, tool: str) -> ExecutionRejected:
     elif status == 409:
         error = BusinessRuleError(
             f"{tool} refused the call: {message}",
-            hint="The target's current state does not allow this; look it up before acting.",
+            hint="The target's current state does not allow this call as it is; the message says "
+            "why. Do not send it again unchanged: change it as the message says, or tell the user.",
         )
     elif status == 429:
         error = RateLimitedError(
@@ -116,6 +156,8 @@ def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response
 
 
 def run_http(request: ExecutionRequest) -> Any:
+    if reason := _config_refusal(request):
+        raise _unavailable(request, reason)
     try:
         outgoing = _CLIENT.build_request(
             "POST",
@@ -132,6 +174,8 @@ def run_http(request: ExecutionRequest) -> Any:
         ) from None
     try:
         response = _within_timeout(request, partial(_CLIENT.send, outgoing))
+    except EgressRefused as exc:
+        raise _unavailable(request, exc.reason) from None
     except (httpx.UnsupportedProtocol, httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         # Raised before a byte is written: no http(s) scheme, DNS failure, connection refused.
         raise ExecutionNotSent(
@@ -158,6 +202,8 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
     status_path = request.config.get("status_path")
     if not status_path or not request.idempotency_key:
         return ReconcileAnswer(found=None, note="this tool has no status endpoint to ask", retry=False)
+    if reason := _config_refusal(request):
+        return ReconcileAnswer(found=None, note=f"not asked: {reason}", retry=False)
     url = _base_url(request.config) + str(status_path)
     try:
         response = _within_timeout(
@@ -170,6 +216,8 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
                 timeout=httpx.Timeout(request.timeout_s),
             ),
         )
+    except EgressRefused as exc:
+        return ReconcileAnswer(found=None, note=f"not asked, egress policy: {exc.reason}", retry=False)
     except httpx.HTTPError as exc:
         return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
     except ExecutionTimedOut:
