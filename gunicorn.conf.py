@@ -72,6 +72,21 @@ def post_fork(server: Any, worker: Any) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
+def pre_request(worker: Any, req: Any) -> None:
+    """Answer `Connection: close` when part of the body may stay unread (apps/common/wsgi.py):
+    gunicorn drains at most 64 KiB of it, and past that dropped the connection after
+    promising keep-alive, so the client's next request on it failed."""
+    from apps.common.wsgi import body_left_unread
+
+    headers = dict(req.headers)
+    length = headers.get("CONTENT-LENGTH")
+    if body_left_unread(
+        content_length=int(length) if length is not None else None,
+        transfer_encoding=headers.get("TRANSFER-ENCODING", ""),
+    ):
+        req.force_close()
+
+
 def child_exit(server: Any, worker: Any) -> None:
     """A dead worker's live gauges must stop counting (its counters are kept)."""
     from prometheus_client import multiprocess
