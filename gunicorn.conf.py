@@ -10,6 +10,7 @@ Every value comes from the environment so one image serves any size of machine:
 | GUNICORN_TIMEOUT | 660 | seconds before a silent worker is restarted: above the longest tool timeout |
 | GUNICORN_SWITCH_INTERVAL_MS | 0.5 | ms a thread keeps the GIL while another waits (Python: 5) |
 | PROMETHEUS_MULTIPROC_DIR | a new directory per server | where workers keep their metric values |
+| GUNICORN_CONTROL_SOCKET | (off) | a path for gunicorn's control socket (`gunicornc`), one per server |
 
 Command-line flags win over this file (`make run` and `make bench` pass their own).
 """
@@ -36,6 +37,14 @@ threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", str(LONGEST_TOOL_TIMEOUT_S + 60)))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
+
+# gunicorn 25+ opens a control socket at one path per user (~/.gunicorn/gunicorn.ctl): a
+# second server on the machine took it over and, stopping, deleted the first one's. Off
+# unless a path of this server's own is given.
+if os.environ.get("GUNICORN_CONTROL_SOCKET"):
+    control_socket = os.environ["GUNICORN_CONTROL_SOCKET"]
+else:
+    control_socket_disable = True
 
 # Logs go to stderr as JSON (apps/common/logs.py). Gunicorn's access log stays off:
 # RequestIdMiddleware writes one line per request, with its request id.
