@@ -21,6 +21,7 @@ from .errors import (
     ToolHubError,
     UnavailableError,
 )
+from .metrics import refusal_observed
 
 logger = logging.getLogger("toolhub.api")
 
@@ -127,4 +128,5 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     status = error.http_status if error.http_status != 200 else 400
     if isinstance(error, InternalError):
         status = 500
+    refusal_observed(status=status, kind=error.kind)
     return Response(error.as_envelope(), status=status, headers=headers)
