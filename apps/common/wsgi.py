@@ -57,16 +57,16 @@ class RequestBodyReader:
 
     @staticmethod
     def _read_body(environ: dict[str, Any]) -> None:
-        try:
-            declared = int(environ["CONTENT_LENGTH"]) if environ.get("CONTENT_LENGTH") else None
-        except ValueError:
-            return  # Django answers that one
-        if declared is None:
-            if not is_chunked(environ.get("HTTP_TRANSFER_ENCODING", "")):
-                return
-        elif declared == 0 or over_the_limit(declared):
+        length = environ.get("CONTENT_LENGTH", "")
+        if length:
+            if not length.isdigit() or int(length) == 0 or over_the_limit(int(length)):
+                return  # nothing to read, or over the limit: Django answers 413 unread
+            size = int(length)
+        elif is_chunked(environ.get("HTTP_TRANSFER_ENCODING", "")):
+            limit: int | None = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            size = -1 if limit is None else limit + 1
+        else:
             return
-        limit: int | None = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        body = environ["wsgi.input"].read(-1 if limit is None else limit + 1)
+        body = environ["wsgi.input"].read(size)
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
