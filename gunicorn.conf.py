@@ -25,6 +25,7 @@ import tempfile
 from typing import Any
 
 from apps.common.logs import logging_config
+from apps.common.wsgi import body_left_unread
 
 # The longest timeout a tool version may declare (ToolVersion.timeout_s ≤ 600 s), plus a
 # margin: a request waiting on its executor must answer `timeout`, not be killed with its worker.
@@ -85,8 +86,6 @@ def pre_request(worker: Any, req: Any) -> None:
     """Answer `Connection: close` when part of the body may stay unread (apps/common/wsgi.py):
     gunicorn drains at most 64 KiB of it, and past that dropped the connection after
     promising keep-alive, so the client's next request on it failed."""
-    from apps.common.wsgi import body_left_unread
-
     headers = dict(req.headers)
     length = headers.get("CONTENT-LENGTH")
     if body_left_unread(

@@ -1,8 +1,8 @@
 """GET /metrics: what the processes counted, plus what is computed at scrape time.
 
-Counters and histograms (apps/gateway/metrics.py, the refusals below) are kept by each process. Under
-gunicorn, PROMETHEUS_MULTIPROC_DIR is set (gunicorn.conf.py): each worker writes its values
-to files there and a scrape, whichever worker serves it, adds up all of them. Gauges about
+Counters and histograms (apps/gateway/metrics.py, the refusals below) are kept by each
+process. Under gunicorn, PROMETHEUS_MULTIPROC_DIR is set (gunicorn.conf.py): each worker
+writes its values to files there and a scrape, whichever worker serves it, adds up all of them. Gauges about
 shared state (ledger, triage, queue) are computed by the collectors named in
 settings.TOOLHUB_METRICS_COLLECTORS, once per scrape, with one aggregated query each.
 """

@@ -253,13 +253,14 @@ def _error(
     return JsonResponse(wire, status=error.status, headers=headers)
 
 
+_REFUSAL_KINDS = {401: "forbidden", 403: "forbidden", 404: "not_found", 500: "internal", 503: "unavailable"}
+
+
 def _refusal_kind(error: McpError) -> str:
     """The envelope kind the REST API answers the same refusal with (toolhub_refusals_total)."""
     if error.code == types.PARSE_ERROR:
         return "invalid_json"
-    return {401: "forbidden", 403: "forbidden", 404: "not_found", 500: "internal", 503: "unavailable"}.get(
-        error.status, "invalid_args"
-    )
+    return _REFUSAL_KINDS.get(error.status, "invalid_args")
 
 
 def _origin_allowed(request: HttpRequest) -> bool:
