@@ -10,6 +10,7 @@ Every value comes from the environment so one image serves any size of machine:
 | GUNICORN_TIMEOUT | 660 | seconds before a silent worker is restarted: above the longest tool timeout |
 | GUNICORN_SWITCH_INTERVAL_MS | 0.5 | ms a thread keeps the GIL while another waits (Python: 5) |
 | PROMETHEUS_MULTIPROC_DIR | a new directory per server | where workers keep their metric values |
+| GUNICORN_CONTROL_SOCKET | (off) | a path for gunicorn's control socket (`gunicornc`), one per server |
 
 Command-line flags win over this file (`make run` and `make bench` pass their own).
 """
@@ -24,6 +25,7 @@ import tempfile
 from typing import Any
 
 from apps.common.logs import logging_config
+from apps.common.wsgi import body_left_unread
 
 # The longest timeout a tool version may declare (ToolVersion.timeout_s ≤ 600 s), plus a
 # margin: a request waiting on its executor must answer `timeout`, not be killed with its worker.
@@ -36,6 +38,14 @@ threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", str(LONGEST_TOOL_TIMEOUT_S + 60)))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
+
+# gunicorn 25+ opens a control socket at one path per user (~/.gunicorn/gunicorn.ctl): a
+# second server on the machine took it over and, stopping, deleted the first one's. Off
+# unless a path of this server's own is given.
+if os.environ.get("GUNICORN_CONTROL_SOCKET"):
+    control_socket = os.environ["GUNICORN_CONTROL_SOCKET"]
+else:
+    control_socket_disable = True
 
 # Logs go to stderr as JSON (apps/common/logs.py). Gunicorn's access log stays off:
 # RequestIdMiddleware writes one line per request, with its request id.
@@ -70,6 +80,19 @@ SWITCH_INTERVAL_S = float(os.environ.get("GUNICORN_SWITCH_INTERVAL_MS", "0.5")) 
 
 def post_fork(server: Any, worker: Any) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
+def pre_request(worker: Any, req: Any) -> None:
+    """Answer `Connection: close` when part of the body may stay unread (apps/common/wsgi.py):
+    gunicorn drains at most 64 KiB of it, and past that dropped the connection after
+    promising keep-alive, so the client's next request on it failed."""
+    headers = dict(req.headers)
+    length = headers.get("CONTENT-LENGTH")
+    if body_left_unread(
+        content_length=int(length) if length is not None else None,
+        transfer_encoding=headers.get("TRANSFER-ENCODING", ""),
+    ):
+        req.force_close()
 
 
 def child_exit(server: Any, worker: Any) -> None:

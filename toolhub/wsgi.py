@@ -4,9 +4,11 @@ from importlib import import_module
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
+from apps.common.wsgi import RequestBodyReader
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings.base")
 
-application = get_wsgi_application()
+application = RequestBodyReader(get_wsgi_application())
 
 # Django imports the URL conf, and with it every view, API and the MCP server, on the first
 # request. Done here, a worker is ready before it accepts a connection: under load that

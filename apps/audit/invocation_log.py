@@ -5,6 +5,11 @@ PostgreSQL) per batch, so a call pays no database round trip for its log line. `
 writes what is queued now (used at shutdown and by tests); with TOOLHUB_INVOCATION_LOG_SYNC
 the rows are written inline instead (the test default, where each test runs in its own
 transaction).
+
+A row whose content the database refuses (a NUL in a tool's result: PostgreSQL stores it
+in neither JSON nor text) fails the whole bulk write; the batch is then written row by row,
+and that row is stored with its envelope replaced by a note saying why. A row that cannot
+be written at all is logged. Both are counted in toolhub_invocation_log_failures_total.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ import atexit
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError, DataError, close_old_connections
+from prometheus_client import Counter
 
 from apps.common.db import bulk_append
 
@@ -30,6 +37,14 @@ _queue: queue.Queue[Invocation] = queue.Queue(maxsize=100_000)
 _lock = threading.Lock()
 _writer: threading.Thread | None = None
 
+FAILURES = Counter(
+    "toolhub_invocation_log_failures",
+    "Invocation log rows not written as given: envelope_replaced (stored with a note instead of "
+    "an envelope the database refused), lost (not written: database unreachable, queue full).",
+    ["outcome"],
+)
+ENVELOPE_REPLACED, LOST = "envelope_replaced", "lost"
+
 
 def invocation_record(**fields: Any) -> None:
     """Log one call. Never raises into the caller: a lost log line must not fail a call."""
@@ -41,6 +56,7 @@ def invocation_record(**fields: Any) -> None:
     try:
         _queue.put_nowait(row)
     except queue.Full:
+        FAILURES.labels(outcome=LOST).inc()
         logger.error("invocation log queue full; dropping the log line of %s", fields.get("call_id"))
 
 
@@ -62,14 +78,66 @@ def _write(rows: list[Invocation]) -> None:
         return
     try:
         bulk_append(rows)
+    except DataError:
+        _write_one_by_one(rows)
     except DatabaseError:
-        logger.exception("could not write %d invocation log rows", len(rows))
+        _lost(rows)
 
 
-def _write_queued(rows: list[Invocation]) -> None:
+def _write_one_by_one(rows: list[Invocation]) -> None:
+    """One refused row fails a bulk write for all: one by one, only that row loses its envelope."""
+    for index, row in enumerate(rows):
+        try:
+            _write_with_envelope_if_accepted(row)
+        except DataError:
+            _lost([row])
+        except DatabaseError:
+            _lost(rows[index:])
+            return
+
+
+def _write_with_envelope_if_accepted(row: Invocation) -> None:
+    try:
+        bulk_append([row])
+    except DataError as exc:
+        reason = _first_line(exc)
+        bulk_append([_with_envelope_replaced(row, reason=reason)])
+        FAILURES.labels(outcome=ENVELOPE_REPLACED).inc()
+        logger.error("invocation log row of call %s stored without its envelope: %s", row.call_id, reason)
+
+
+def _first_line(exc: Exception) -> str:
+    """What the database said, without the lines after it that quote the refused data."""
+    lines = str(exc).splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else 'no message'}"
+
+
+def _with_envelope_replaced(row: Invocation, *, reason: str) -> Invocation:
+    """The row with a note in place of its envelope, and its text columns free of NUL."""
+    row.envelope = {
+        "envelope_not_stored": f"The envelope could not be stored: the database refused it ({reason}). "
+        "Status, kind and sizes are the call's own."
+    }
+    for field in ("task_id", "call_id", "tool_name", "status", "kind"):
+        setattr(row, field, getattr(row, field).replace("\x00", "\ufffd"))
+    return row
+
+
+def _lost(rows: list[Invocation]) -> None:
+    FAILURES.labels(outcome=LOST).inc(len(rows))
+    logger.exception(
+        "could not write %d invocation log rows (calls %s)",
+        len(rows),
+        ", ".join(row.call_id for row in rows[:20]),
+    )
+
+
+def _write_queued(rows: list[Invocation], *, then: Callable[[], None] | None = None) -> None:
     """Write rows taken from the queue, then mark them done for flush()."""
     try:
         _write(rows)
+        if then is not None:
+            then()
     finally:
         for _ in rows:
             _queue.task_done()
@@ -84,7 +152,8 @@ def _run_writer() -> None:
         except queue.Empty:
             pass
         close_old_connections()
-        _write_queued(rows)
+        # Closed again after the write, as at the end of a request, when CONN_MAX_AGE says so.
+        _write_queued(rows, then=close_old_connections)
 
 
 def _ensure_writer() -> None:

@@ -22,6 +22,7 @@ from .errors import (
     UnavailableError,
 )
 from .jsontext import printable
+from .metrics import refusal_observed
 
 logger = logging.getLogger("toolhub.api")
 
@@ -128,4 +129,5 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     status = error.http_status if error.http_status != 200 else 400
     if isinstance(error, InternalError):
         status = 500
+    refusal_observed(status=status, kind=error.kind)
     return Response(error.as_envelope(), status=status, headers=headers)

@@ -95,7 +95,13 @@ def bulk_append(instances: Sequence[models.Model]) -> None:
     fields = _new_row_fields(instances[0])
     table = connection.ops.quote_name(model._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    with _statement() as cursor, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+    # The raw psycopg cursor raises psycopg's exceptions: wrapped, callers catch Django's
+    # (DataError for a value the database refuses, OperationalError when it is away).
+    with (
+        _statement() as cursor,
+        connection.wrap_database_errors,
+        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+    ):
         for instance in instances:
             copy.write_row(_values(instance, fields))
 

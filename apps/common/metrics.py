@@ -1,8 +1,8 @@
 """GET /metrics: what the processes counted, plus what is computed at scrape time.
 
-Counters and histograms (apps/gateway/metrics.py) are kept by each process. Under
-gunicorn, PROMETHEUS_MULTIPROC_DIR is set (gunicorn.conf.py): each worker writes its values
-to files there and a scrape, whichever worker serves it, adds up all of them. Gauges about
+Counters and histograms (apps/gateway/metrics.py, the refusals below) are kept by each
+process. Under gunicorn, PROMETHEUS_MULTIPROC_DIR is set (gunicorn.conf.py): each worker
+writes its values to files there and a scrape, whichever worker serves it, adds up all of them. Gauges about
 shared state (ledger, triage, queue) are computed by the collectors named in
 settings.TOOLHUB_METRICS_COLLECTORS, once per scrape, with one aggregated query each.
 """
@@ -19,7 +19,7 @@ import redis
 from django.conf import settings
 from django.utils.module_loading import import_string
 from kombu.exceptions import KombuError
-from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from toolhub.celery import app as celery_app
@@ -27,6 +27,18 @@ from toolhub.celery import app as celery_app
 logger = logging.getLogger("toolhub.metrics")
 
 _BROKER_TIMEOUT_S = 1.0
+
+REFUSALS = Counter(
+    "toolhub_refusals",
+    "Requests answered with an error as a whole, before or instead of any tool call (401 key, "
+    "400 envelope, 413 body, 429 agent rate, 503 database or broker down, ...), by HTTP status "
+    "and error kind. Tool calls' own outcomes are toolhub_invocations_total.",
+    ["status", "kind"],
+)
+
+
+def refusal_observed(*, status: int, kind: str) -> None:
+    REFUSALS.labels(status=str(status), kind=kind).inc()
 
 
 class _ThisProcess:

@@ -11,6 +11,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .api import to_toolhub_error
+from .metrics import refusal_observed
 from .request_context import REQUEST_ID_HEADER, bind_request_id, request_id_from
 
 access_logger = logging.getLogger("toolhub.access")
@@ -73,6 +74,7 @@ class DatabaseUnavailableMiddleware:
             return None
         error = to_toolhub_error(exception)
         assert error is not None
+        refusal_observed(status=error.http_status, kind=error.kind)
         response = JsonResponse(error.as_envelope(), status=error.http_status)
         response["Retry-After"] = str(int(error.retry_after_s or 5))
         return response

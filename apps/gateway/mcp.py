@@ -48,6 +48,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
+from apps.common.metrics import refusal_observed
 from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
 
@@ -247,7 +248,19 @@ def _error(
     )
     # JSON-RPC keeps "id": null for an error that cannot name its request.
     wire = {**body.model_dump(by_alias=True, exclude_none=True), "id": rpc_id}
+    if error.status >= 400:
+        refusal_observed(status=error.status, kind=_refusal_kind(error))
     return JsonResponse(wire, status=error.status, headers=headers)
+
+
+_REFUSAL_KINDS = {401: "forbidden", 403: "forbidden", 404: "not_found", 500: "internal", 503: "unavailable"}
+
+
+def _refusal_kind(error: McpError) -> str:
+    """The envelope kind the REST API answers the same refusal with (toolhub_refusals_total)."""
+    if error.code == types.PARSE_ERROR:
+        return "invalid_json"
+    return _REFUSAL_KINDS.get(error.status, "invalid_args")
 
 
 def _origin_allowed(request: HttpRequest) -> bool:

@@ -30,6 +30,8 @@ from apps.common.logs import JsonFormatter, RequestContextFilter
 from tests.gateway.conftest import _reset_runs, agent, api, publish_tool, session_for  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
+# The body limit the test gunicorn runs with (TOOLHUB_MAX_BODY_BYTES, the settings' default).
+SERVER_MAX_BODY_BYTES = 1_048_576
 
 
 class LogCapture:
@@ -202,6 +204,7 @@ def gunicorn_server(throwaway_postgres: ThrowawayPostgres) -> Iterator[Server]:
         "TOOLHUB_DEMO_PAYMENTS_URL": f"{url}/demo/payments",
         "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{port}",
         "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "1000000",
+        "TOOLHUB_MAX_BODY_BYTES": str(SERVER_MAX_BODY_BYTES),
         "GUNICORN_BIND": f"127.0.0.1:{port}",
         "WEB_CONCURRENCY": "2",
         "LOG_LEVEL": "INFO",

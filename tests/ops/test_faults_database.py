@@ -19,6 +19,7 @@ import httpx
 import psycopg
 import pytest
 from django.core.cache import cache
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.ops.conftest import ROOT, Server, ThrowawayPostgres, wait_until
 
@@ -235,3 +236,41 @@ def test_stopping_postgresql_under_load_fails_closed_fast_and_keeps_the_ledger_c
     assert {key for key, (state, _) in ledger.items() if state == "committed"} == set(refunds)
     refunded_ok = [a for a in load.answers if a.tool == "refund_payment" and a.body.get("status") == "ok"]
     assert refunded_ok and all(a.body["data"]["idempotency_key"] in refunds for a in refunded_ok)
+
+
+def _refusals(server: Server, *, status: str, kind: str) -> float:
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "toolhub_refusals_total" and sample.labels == {"status": status, "kind": kind}
+    )
+
+
+def test_requests_refused_while_postgresql_is_down_are_counted(
+    gunicorn_server: Server, throwaway_postgres: ThrowawayPostgres
+):
+    server, cluster = gunicorn_server, throwaway_postgres
+    token = server.session_token()
+    before = _refusals(server, status="503", kind="unavailable")
+
+    cluster.stop()
+    cache.clear()  # the agent key must be looked up in the database
+    try:
+        with server.client() as http:
+            answers = [
+                http.post(
+                    "/api/v1/invoke",
+                    json={"task_id": "down", "call": {"id": f"c{n}", "name": "get_order", "arguments": {}}},
+                    headers={"X-ToolHub-Session": token},
+                )
+                for n in range(3)
+            ]
+        during = _refusals(server, status="503", kind="unavailable")
+    finally:
+        cluster.start()
+        wait_until(lambda: _invoke_works(server, token), timeout_s=15, what="invokes to work again")
+
+    assert [answer.status_code for answer in answers] == [503, 503, 503]
+    assert during - before == 3

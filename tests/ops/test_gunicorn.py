@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.ops.conftest import Server, wait_until
+from tests.ops.conftest import ROOT, Server, free_port, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -77,3 +82,57 @@ def test_every_request_logs_one_json_line_with_its_request_id(gunicorn_server: S
     assert response.headers["X-Request-ID"] == "probe-7"
     assert line["logger"] == "toolhub.access" and line["path"] == "/healthz" and line["status"] == 200
     assert all(text.startswith("{") for text in server.log_path.read_text().splitlines() if text.strip())
+
+
+def _start_plain_gunicorn(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).with_name("gunicorn")), "toolhub.wsgi:application"],
+            cwd=ROOT,
+            env={**env, "GUNICORN_BIND": f"127.0.0.1:{port}"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return process, f"http://127.0.0.1:{port}"
+
+
+def test_two_servers_started_from_one_home_leave_no_shared_control_socket(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "DJANGO_SETTINGS_MODULE": "toolhub.settings.base",
+        "WEB_CONCURRENCY": "1",
+    }
+    for name in ("XDG_RUNTIME_DIR", "PROMETHEUS_MULTIPROC_DIR", "GUNICORN_CONTROL_SOCKET"):
+        env.pop(name, None)
+    servers = [_start_plain_gunicorn(env, tmp_path / f"gunicorn-{n}.log") for n in range(2)]
+
+    def all_up() -> bool:
+        for n, (process, _) in enumerate(servers):
+            if process.poll() is not None:
+                raise AssertionError((tmp_path / f"gunicorn-{n}.log").read_text()[-3000:])
+        try:
+            return all(httpx.get(f"{url}/healthz", timeout=1).status_code == 200 for _, url in servers)
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_until(all_up, timeout_s=30, what="both gunicorn servers to answer /healthz")
+        sockets_while_both_ran = sorted(str(path) for path in home.rglob("*.ctl"))
+        first, _ = servers[0]
+        os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=30)
+        second_still_serves = httpx.get(f"{servers[1][1]}/healthz", timeout=5).status_code == 200
+    finally:
+        for process, _ in servers:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=30)
+
+    assert sockets_while_both_ran == []
+    assert not (home / ".gunicorn").exists()
+    assert second_still_serves

@@ -161,3 +161,22 @@ def test_with_a_token_set_a_scrape_with_it_is_served(client, db, settings):
     samples = scrape(client, HTTP_AUTHORIZATION="Bearer metrics-token-123")
 
     assert ("toolhub_triage_queue_size", frozenset()) in samples
+
+
+def test_requests_refused_at_the_door_are_counted_by_status_and_kind(client, api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    before = scrape(client)
+
+    client.post("/api/v1/invoke", {"task_id": "t"}, content_type="application/json")
+    client.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, content_type="application/json")
+    api.post("/api/v1/invoke", {"task_id": "t", "padding": "x" * 2_000}, format="json")
+    api.post("/api/v1/invoke", {"task_id": "t"}, format="json")
+    after = scrape(client)
+
+    def delta(**labels: str) -> float:
+        name = "toolhub_refusals_total"
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert delta(status="401", kind="forbidden") == 2  # the REST API and MCP
+    assert delta(status="413", kind="invalid_args") == 1
+    assert delta(status="400", kind="invalid_args") == 1  # an envelope without its call
