@@ -30,6 +30,15 @@ def tools_visible_to_tenant(*, tenant: Tenant | int) -> QuerySet[Tool]:
     return Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id))
 
 
+def tool_visible_by_name(*, tenant: Tenant | int, name: str) -> Tool | None:
+    """The tool this tenant's agents know as `name` (its own or a shared one), or None.
+
+    Names are unique per tenant and a tenant's never repeats a shared one, so there is at
+    most one; another tenant's tool of that name is never it.
+    """
+    return tools_visible_to_tenant(tenant=tenant).filter(name=name).first()
+
+
 def version_previous(*, version: ToolVersion) -> ToolVersion | None:
     """The version of the same tool numbered just below this one, or None."""
     return (

@@ -256,7 +256,7 @@ def _seed_orders() -> None:
 def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
     definition = dict(DEMO_TOOLS[name])
     summary = definition.pop("summary")
-    tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": tenant, "summary": summary})
+    tool, _ = Tool.objects.get_or_create(name=name, tenant=tenant, defaults={"summary": summary})
     if tool.versions.exists():
         return tool  # published versions never change; later versions are the curators'
     draft = version_create_draft(
@@ -266,9 +266,10 @@ def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
     return tool
 
 
-def _seed_toolset(tools: dict[str, Tool]) -> None:
+def _seed_toolset(tenant: Tenant, tools: dict[str, Tool]) -> None:
     toolset, _ = Toolset.objects.get_or_create(
         name=SUPPORT_TOOLSET,
+        tenant=tenant,
         defaults={"description": "Customer support: look orders up, then cancel or refund."},
     )
     toolset.tools.add(*tools.values())
@@ -283,7 +284,7 @@ def demo_seed() -> SeedResult:
     Writes (each only when missing): tenant `demo`, agent `support-bot` and its derived
     key, superuser `admin` (password reset only if the printed one would not log in),
     the demo order book, the four demo tools with a published v1, their grants to
-    support-bot, and the `support` toolset with phases `lookup` and `resolve`. Audit
+    support-bot, and the tenant's `support` toolset with phases `lookup` and `resolve`. Audit
     events for the key and each version it publishes.
     """
     password = demo_admin_password()
@@ -298,7 +299,7 @@ def demo_seed() -> SeedResult:
         for tool in tools.values():
             if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
                 grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
-        _seed_toolset(tools)
+        _seed_toolset(tenant, tools)
         catalog_changed()  # processes already running must see the seeded tools and toolset
     return SeedResult(
         admin_username=ADMIN_USERNAME, admin_password=password, agent_key=key,

@@ -116,11 +116,16 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
     callable_[REQUEST_CAPABILITY] = REQUEST_CAPABILITY_SPEC
     refused.pop(REQUEST_CAPABILITY, None)
 
+    # Only the tenant's and the shared toolsets, holding only tools this tenant sees: what
+    # an error or a hint may name.
+    seen = {tool.pk for tool in tools}
     toolsets: dict[str, dict[str, frozenset[str]]] = {}
-    for toolset in Toolset.objects.prefetch_related("tools", "phases__tools"):
-        phases = {"": frozenset(t.name for t in toolset.tools.all())}
+    for toolset in Toolset.objects.filter(
+        Q(tenant__isnull=True) | Q(tenant_id=tenant_id)
+    ).prefetch_related("tools", "phases__tools"):
+        phases = {"": frozenset(t.name for t in toolset.tools.all() if t.pk in seen)}
         for phase in toolset.phases.all():
-            phases[phase.name] = frozenset(t.name for t in phase.tools.all())
+            phases[phase.name] = frozenset(t.name for t in phase.tools.all() if t.pk in seen)
         toolsets[toolset.name] = phases
 
     all_policies = list(TenantPolicy.objects.for_tenant(tenant_id))
