@@ -54,13 +54,14 @@ class DeclineForm(forms.Form):
 
 @admin.register(CapabilityRequest)
 class CapabilityRequestAdmin(TenantScopedAdmin):
-    list_display = ("name", "count", "answer", "first_seen", "last_seen", "tenant")
-    list_filter = ("status",)
+    list_display = ("name", "reason", "count", "answer", "first_seen", "last_seen", "tenant")
+    list_filter = ("reason", "status")
     search_fields = ("name",)
     ordering = ("-count", "-last_seen")
     fields = (
         "tenant",
         "name",
+        "reason",
         "count",
         "first_seen",
         "last_seen",
