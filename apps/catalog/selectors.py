@@ -111,15 +111,25 @@ def version_findings(*, version: ToolVersion) -> list[Finding]:
 
 def catalog_findings(*, tenant_id: int | None = None) -> list[Finding]:
     """Lint of every draft and published version (of one tenant's visible tools when given),
-    and of every toolset (unscoped only: toolsets span tenants)."""
+    each against the tools a model may see beside it, and of the toolsets (that tenant's and
+    the shared ones when given)."""
     tools = tools_visible_to_tenant(tenant=tenant_id) if tenant_id else Tool.objects.all()
+    toolsets = Toolset.objects.all()
+    if tenant_id:
+        toolsets = toolsets.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id))
     current = _current_definitions(Tool.objects.all())
+    owner_of = dict(Tool.objects.values_list("pk", "tenant_id"))
     findings: list[Finding] = []
     for version in ToolVersion.objects.filter(
         tool__in=tools, status__in=[VersionStatus.DRAFT, VersionStatus.PUBLISHED]
     ).select_related("tool"):
-        neighbours = [d for tool_id, d in current.items() if tool_id != version.tool_id]
+        # Beside a tenant's tool: its tenant's and the shared ones; beside a shared tool, all
+        # tools, but only the viewing tenant's when scoped (lint never names another's).
+        owner = version.tool.tenant_id or tenant_id
+        neighbours = [
+            d for tool_id, d in current.items()
+            if tool_id != version.tool_id and (owner is None or owner_of[tool_id] in (None, owner))
+        ]
         findings += lint_tool(lint_definition(version), others=neighbours)
-    if tenant_id is None:
-        findings += _toolset_findings(Toolset.objects.all())
+    findings += _toolset_findings(toolsets)
     return sorted_findings(findings)

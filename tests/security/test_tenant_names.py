@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.catalog.models import Tool, Toolset, ToolsetPhase
+from apps.catalog.selectors import catalog_findings
 from apps.catalog.services import tool_save
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import agent_key_issue
@@ -34,12 +35,12 @@ def invoke(client: Client, name: str, **where: str):
     return client.post("/api/v1/invoke", json.dumps(body), content_type="application/json")
 
 
-def granted_tool(tenant: Tenant, agent: Agent, name: str, callable_: str) -> Tool:
+def granted_tool(tenant: Tenant | None, agent: Agent, name: str, callable_: str) -> Tool:
     """A tool of `tenant`, published with the given test executor and granted to `agent`."""
     tool = ToolFactory(name=name, tenant=tenant)
     published(tool=tool, number=1, executor_config={"callable": callable_},
-              description=f"{name} of {tenant.slug}. At most 20 results. Not for browsing.")
-    Grant.objects.create(tenant=tenant, agent=agent, tool=tool)
+              description=f"{name} of {agent.tenant.slug}. At most 20 results. Not for browsing.")
+    Grant.objects.create(tenant=agent.tenant, agent=agent, tool=tool)
     return tool
 
 
@@ -178,3 +179,16 @@ def test_a_toolset_holds_only_tools_its_owners_agents_may_call(acme, globex):
         "A tenant's toolset holds only that tenant's tools and shared ones; remove acme_tool."
     ]
     assert not Toolset.objects.exists()
+
+
+def test_lint_compares_a_tenants_tool_only_with_tools_its_agents_see_beside_it(acme, globex):
+    description = "Refunds part of a paid order to the card it was paid with. At most the order's amount."
+    owners = [(acme.tenant, acme, "refund_payment"), (globex.tenant, globex, "give_money_back"),
+              (None, acme, "shared_refund")]
+    for tenant, agent, name in owners:
+        granted_tool(tenant, agent, name, "tests.echo").versions.update(description=description)
+
+    texts = [f"{f.why} {f.fix}" for f in catalog_findings(tenant_id=acme.tenant_id)]
+
+    assert not [t for t in texts if "give_money_back" in t]
+    assert [t for t in texts if "shared_refund" in t]  # the control: a neighbour it does see
