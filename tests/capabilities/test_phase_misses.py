@@ -26,7 +26,7 @@ def test_a_tool_of_another_phase_says_which_phase_offers_it(api, demo_tools, ses
     body = response.json()
     assert (response.status_code, body["kind"], body["recoverable"]) == (200, "unknown_tool", True)
     assert body["hint"].startswith(
-        "refund_payment is available in phase resolve of toolset support; it cannot be called in this one."
+        "refund_payment is available in phase resolve of toolset support; it cannot be called here."
     )
     assert '"phase": "resolve"' in body["hint"]
     assert "No available tool is close" not in body["hint"]

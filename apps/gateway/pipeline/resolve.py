@@ -102,7 +102,7 @@ def unknown_tool_error(
         here = f" Here, use {join_names(suggestions)}." if suggestions else ""
         hint = (
             f"{clip(name, 64)} is available in {' or '.join(str(p) for p in elsewhere[:MAX_SUGGESTIONS])}; "
-            f"it cannot be called in this one. Call it once the task has reached that step "
+            f"it cannot be called here. Call it once the task has reached that step "
             f"({move}).{here}"
         )
     elif suggestions:
