@@ -383,8 +383,11 @@ class ToolsetForm(forms.ModelForm):
 class ToolsetPhaseForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
+        # The inline's parent, as the toolset form above it was just filled in.
+        toolset = cleaned.get("toolset")
         try:
-            _refuse_foreign_tools(self.instance.toolset, cleaned.get("tools"))
+            if toolset is not None:
+                _refuse_foreign_tools(toolset, cleaned.get("tools"))
         except ValidationError as error:
             self.add_error("tools", error)
         return cleaned

@@ -84,9 +84,19 @@ class Tool(TimeStampedModel):
         return self.name
 
     def clean(self) -> None:
+        errors = {}
         clash = name_clash(self)
         if clash:
-            raise ValidationError({"name": clash}, code="name_clash")
+            errors["name"] = clash
+        replacement = self.replaced_by
+        if replacement is not None and replacement.tenant_id not in (None, self.tenant_id):
+            # The retired tool's hint names its replacement to this tool's agents.
+            errors["replaced_by"] = (
+                f"{replacement.name} belongs to another tenant; name one of this tool's tenant "
+                "or a shared tool."
+            )
+        if errors:
+            raise ValidationError(errors)
 
 
 class VersionStatus(models.TextChoices):

@@ -165,6 +165,15 @@ def test_names_are_unique_within_a_tenant_and_toolsets_follow_the_same_rule(glob
         Toolset(name="support", tenant=globex.tenant).full_clean()
 
 
+def test_a_tool_is_replaced_only_by_a_tool_its_agents_may_see(acme, globex):
+    acme_tool = ToolFactory(name="refund_payment", tenant=acme.tenant)
+    retiring = ToolFactory(name="refund_order", tenant=globex.tenant)
+
+    retiring.replaced_by = acme_tool
+    with pytest.raises(ValidationError, match="refund_payment belongs to another tenant"):
+        tool_save(tool=retiring, actor="test")
+
+
 def test_a_toolset_holds_only_tools_its_owners_agents_may_call(acme, globex):
     acme_tool = ToolFactory(name="acme_tool", tenant=acme.tenant)
     root = logged_in(User.objects.create_superuser("root", password="pw"))
@@ -192,3 +201,20 @@ def test_lint_compares_a_tenants_tool_only_with_tools_its_agents_see_beside_it(a
 
     assert not [t for t in texts if "give_money_back" in t]
     assert [t for t in texts if "shared_refund" in t]  # the control: a neighbour it does see
+
+
+def test_a_shared_toolsets_phase_cannot_hold_a_tenants_tool(acme):
+    acme_tool = ToolFactory(name="acme_tool", tenant=acme.tenant)
+    root = logged_in(User.objects.create_superuser("root", password="pw"))
+
+    refused = root.post(reverse("admin:catalog_toolset_add"), {
+        "name": "support", "tenant": "", "description": "",
+        "phases-TOTAL_FORMS": 1, "phases-INITIAL_FORMS": 0,
+        "phases-0-name": "lookup", "phases-0-tools": [acme_tool.pk],
+    })
+
+    assert refused.status_code == 200
+    assert refused.context["inline_admin_formsets"][0].formset.errors == [{"tools": [
+        "A shared toolset holds only shared tools (every tenant's agents see it); remove acme_tool."
+    ]}]
+    assert not Toolset.objects.exists()
