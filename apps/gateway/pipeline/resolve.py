@@ -99,11 +99,12 @@ def unknown_tool_error(
     if elsewhere:
         first = elsewhere[0]
         move = f'send "toolset": "{first.toolset}"' + (f', "phase": "{first.phase}"' if first.phase else "")
-        here = f" Here, use {join_names(suggestions)}." if suggestions else ""
+        here = f" The closest tools here: {join_names(suggestions)}." if suggestions else ""
         hint = (
             f"{clip(name, 64)} is available in {' or '.join(str(p) for p in elsewhere[:MAX_SUGGESTIONS])}; "
             f"it cannot be called here. Call it once the task has reached that step "
-            f"({move}).{here}"
+            f"({move}).{here} If this step needs it, call {REQUEST_CAPABILITY} to tell the "
+            "operators, and tell the user you cannot do it yet."
         )
     elif suggestions:
         hint = f"Use one of the closest available tools: {join_names(suggestions)}. {way_out}"
