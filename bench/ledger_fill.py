@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from apps.catalog.models import ToolVersion, VersionStatus
+from apps.catalog.selectors import tool_visible_by_name
 from apps.ledger.models import LedgerEntry, LedgerEvent
 from apps.tenancy.models import Agent
 
@@ -48,7 +49,8 @@ class FillTarget:
 def fill_target(*, tenant_slug: str, agent_name: str, tool_name: str, subject: str) -> FillTarget:
     """The published version of `tool_name` called by that agent for `subject`."""
     agent = Agent.objects.select_related("tenant").get(tenant__slug=tenant_slug, name=agent_name)
-    version = ToolVersion.objects.get(tool__name=tool_name, status=VersionStatus.PUBLISHED)
+    tool = tool_visible_by_name(tenant=agent.tenant_id, name=tool_name)
+    version = ToolVersion.objects.get(tool=tool, status=VersionStatus.PUBLISHED)
     return FillTarget(
         tenant_id=agent.tenant_id, tenant_slug=tenant_slug, agent_id=agent.pk, tool_id=version.tool_id,
         tool_name=tool_name, version_id=version.pk, subject=subject,

@@ -13,6 +13,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from apps.catalog.models import Tool
+from apps.catalog.selectors import tool_visible_by_name
 from apps.catalog.services import grant_save, tool_save, version_create_draft, version_publish
 from apps.demo_shop.models import DemoOrder
 from apps.demo_shop.services import DEMO_AGENT, DEMO_TENANT
@@ -75,7 +76,7 @@ def bench_seed(*, slots: int = ORDER_SLOTS) -> None:
     tenant = Tenant.objects.get(slug=DEMO_TENANT)
     agent = Agent.objects.get(tenant=tenant, name=DEMO_AGENT)
     with transaction.atomic():
-        tool = Tool.objects.filter(name=WAIT_TOOL).first()
+        tool = tool_visible_by_name(tenant=tenant, name=WAIT_TOOL)
         if tool is None:
             tool = tool_save(tool=Tool(name=WAIT_TOOL, tenant=tenant, summary="Benchmarks only."),
                              actor=SEED_ACTOR)

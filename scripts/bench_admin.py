@@ -137,7 +137,9 @@ def main() -> None:
         )
     )
     StaffScope.objects.update_or_create(user=staff, defaults={"tenant": Tenant.objects.get(slug="demo")})
-    version = ToolVersion.objects.get(tool__name="search_orders", status="published")
+    version = ToolVersion.objects.get(
+        tool__tenant__slug="demo", tool__name="search_orders", status="published"
+    )
     with connection.cursor() as cursor:
         cursor.execute("SELECT id FROM ledger_ledgerentry WHERE key = 'bench/4242'")
         entry_id = cursor.fetchone()[0]

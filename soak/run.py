@@ -275,9 +275,9 @@ def republish_refund(path: str) -> None:
     from apps.catalog.models import ToolVersion
     from apps.catalog.services import version_create_draft_from, version_publish, version_save_draft
 
-    current = ToolVersion.objects.filter(tool__name="refund_payment", status="published").order_by("-number")[
-        0
-    ]
+    current = ToolVersion.objects.filter(
+        tool__tenant__slug="demo", tool__name="refund_payment", status="published"
+    ).order_by("-number")[0]
     draft = version_create_draft_from(version=current, actor="soak")
     draft.executor_config = {**draft.executor_config, "path": path}
     version_save_draft(version=draft, actor="soak")

@@ -32,6 +32,11 @@ def _actor(request: HttpRequest) -> str:
     return f"admin:{request.user.get_username()}"
 
 
+def _owned_name(tool: Tool) -> str:
+    """Two tenants may each have a tool of one name: say whose."""
+    return f"{tool.name} ({tool.tenant.slug if tool.tenant_id else 'shared'})"
+
+
 class FulfilForm(forms.Form):
     fulfilled_by = forms.ModelChoiceField(
         queryset=Tool.objects.none(), help_text="The tool that now provides this capability."
@@ -39,9 +44,12 @@ class FulfilForm(forms.Form):
 
     def __init__(self, *args: Any, scope: AdminScope, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["fulfilled_by"].queryset = restrict_to_scope(
-            Tool.objects.order_by("name"), scope, tenant_path="tenant", include_shared=True
+        field = self.fields["fulfilled_by"]
+        field.queryset = restrict_to_scope(
+            Tool.objects.select_related("tenant").order_by("name"), scope, tenant_path="tenant",
+            include_shared=True,
         )
+        field.label_from_instance = _owned_name
 
 
 class DeclineForm(forms.Form):
@@ -54,13 +62,14 @@ class DeclineForm(forms.Form):
 
 @admin.register(CapabilityRequest)
 class CapabilityRequestAdmin(TenantScopedAdmin):
-    list_display = ("name", "count", "answer", "first_seen", "last_seen", "tenant")
-    list_filter = ("status",)
+    list_display = ("name", "reason", "count", "answer", "first_seen", "last_seen", "tenant")
+    list_filter = ("reason", "status")
     search_fields = ("name",)
     ordering = ("-count", "-last_seen")
     fields = (
         "tenant",
         "name",
+        "reason",
         "count",
         "first_seen",
         "last_seen",

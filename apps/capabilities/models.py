@@ -14,9 +14,21 @@ class CapabilityStatus(models.TextChoices):
     DECLINED = "declined"
 
 
+class CapabilityReason(models.TextChoices):
+    """Why agents could not do it: no such tool, or a tool of theirs called in the wrong step."""
+
+    UNKNOWN = "unknown", "missing: no such tool for the agent, or asked for"
+    NOT_IN_PHASE = "not_in_phase", "exists, called outside its toolset or phase"
+
+
 class CapabilityRequest(TenantOwnedModel):
     tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=200, help_text="Normalized capability name.")
+    reason = models.CharField(
+        max_length=12, choices=CapabilityReason.choices, default=CapabilityReason.UNKNOWN,
+        help_text="Missing capabilities (unknown tools, request_capability) are counted apart "
+        "from calls of an existing tool outside the phase that offers it.",
+    )
     status = models.CharField(max_length=10, choices=CapabilityStatus.choices, default=CapabilityStatus.OPEN)
     fulfilled_by = models.ForeignKey(
         "catalog.Tool", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -29,7 +41,10 @@ class CapabilityRequest(TenantOwnedModel):
 
     class Meta:
         ordering = ["-count"]
-        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="capability_unique_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name", "reason"], name="capability_unique_name_reason")
+        ]
 
     def __str__(self) -> str:
-        return f"{self.name} ×{self.count} ({self.status})"
+        where = " outside its phase" if self.reason == CapabilityReason.NOT_IN_PHASE else ""
+        return f"{self.name}{where} ×{self.count} ({self.status})"

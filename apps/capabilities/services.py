@@ -3,7 +3,9 @@
 Three things are recorded, grouped per tenant under one normalized capability name:
 a `request_capability` call, a call of a tool name the agent cannot see at all
 (`unknown_tool`), and a call of a tool the agent has but not in the current toolset or
-phase (`outside_toolset`). Agent-side recording is analytics: it must never fail a call.
+phase (`outside_toolset`). The first two are missing capabilities (reason `unknown`); the
+third is counted apart (reason `not_in_phase`): the tool exists, the agent was in the wrong
+step. Agent-side recording is analytics: it must never fail a call.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from apps.audit.services import audit_record
 from apps.catalog.models import Tool
 from apps.gateway.selectors import agent_catalog
 
-from .models import CapabilityRequest, CapabilityStatus
+from .models import CapabilityReason, CapabilityRequest, CapabilityStatus
 
 if TYPE_CHECKING:
     from apps.gateway.contracts import ToolCall
@@ -62,12 +64,18 @@ def _clipped(value: Any) -> Any:
 
 
 def capability_request_record(
-    *, tenant_id: int, capability: str, sample: dict[str, Any], now: datetime | None = None
+    *,
+    tenant_id: int,
+    capability: str,
+    sample: dict[str, Any],
+    reason: str = CapabilityReason.UNKNOWN,
+    now: datetime | None = None,
 ) -> CapabilityRequest:
-    """Count one more request of `capability` in a tenant and keep `sample` among the newest.
+    """Count one more request of `capability` for `reason` in a tenant and keep `sample`
+    among the newest.
 
-    Writes the tenant's CapabilityRequest row for the normalized name (created on first
-    sight, status open) under a row lock, so concurrent requests all count. Raises
+    Writes the tenant's CapabilityRequest row for the normalized name and reason (created on
+    first sight, status open) under a row lock, so concurrent requests all count. Raises
     DatabaseError when the database fails.
     """
     name = capability_name(capability)
@@ -77,6 +85,7 @@ def capability_request_record(
         row, created = CapabilityRequest.objects.select_for_update().get_or_create(
             tenant_id=tenant_id,
             name=name,
+            reason=reason,
             defaults={"count": 1, "first_seen": now, "last_seen": now, "samples": [kept]},
         )
         if not created:
@@ -92,9 +101,10 @@ def capability_note_unknown_tool(
 ) -> None:
     """Record a call the gateway answered with `unknown_tool` (not on dry runs).
 
-    A name the agent may call elsewhere counts as `outside_toolset`, any other as
-    `unknown_tool`. Reads the agent's catalog; writes one CapabilityRequest row. Never
-    raises: a database failure is logged and the call's envelope goes out unchanged.
+    A name the agent may call elsewhere counts as `outside_toolset` (reason `not_in_phase`),
+    any other as `unknown_tool` (reason `unknown`). Reads the agent's catalog; writes one
+    CapabilityRequest row. Never raises: a database failure is logged and the call's envelope
+    goes out unchanged.
     """
     if options.dry_run:
         return
@@ -104,12 +114,13 @@ def capability_note_unknown_tool(
             agent_id=principal.agent_id,
             generation=principal.catalog_generation,
         )
-        source = SOURCE_OUTSIDE if call.name in catalog.callable else SOURCE_UNKNOWN
+        elsewhere = call.name in catalog.callable
         capability_request_record(
             tenant_id=principal.tenant_id,
             capability=call.name,
+            reason=CapabilityReason.NOT_IN_PHASE if elsewhere else CapabilityReason.UNKNOWN,
             sample={
-                "source": source,
+                "source": SOURCE_OUTSIDE if elsewhere else SOURCE_UNKNOWN,
                 "tool": call.name,
                 "agent": principal.agent_name,
                 "task_id": options.task_id,

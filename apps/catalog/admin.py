@@ -360,8 +360,44 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         return None
 
 
+def _refuse_foreign_tools(toolset: Toolset, tools: Any) -> None:
+    foreign = toolset.foreign_tools(tools or ())
+    if foreign:
+        rule = (
+            "A tenant's toolset holds only that tenant's tools and shared ones"
+            if toolset.tenant_id
+            else "A shared toolset holds only shared tools (every tenant's agents see it)"
+        )
+        raise ValidationError(f"{rule}; remove {', '.join(foreign)}.", code="foreign_tool")
+
+
+class ToolsetForm(forms.ModelForm):
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        toolset = Toolset(tenant=cleaned.get("tenant"))
+        try:
+            _refuse_foreign_tools(toolset, cleaned.get("tools"))
+        except ValidationError as error:
+            self.add_error("tools", error)
+        return cleaned
+
+
+class ToolsetPhaseForm(forms.ModelForm):
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        # The inline's parent, as the toolset form above it was just filled in.
+        toolset = cleaned.get("toolset")
+        try:
+            if toolset is not None:
+                _refuse_foreign_tools(toolset, cleaned.get("tools"))
+        except ValidationError as error:
+            self.add_error("tools", error)
+        return cleaned
+
+
 class ToolsetPhaseInline(admin.TabularInline):
     model = ToolsetPhase
+    form = ToolsetPhaseForm
     fields = ("name", "tools")
     extra = 0
 
@@ -371,9 +407,13 @@ class ToolsetPhaseInline(admin.TabularInline):
 
 @admin.register(Toolset)
 class ToolsetAdmin(UnscopedOnlyAdminMixin, ToolHubAdmin):
-    """Toolsets span tenants' tools, so only unscoped staff see them."""
+    """Toolsets are edited by unscoped staff only (a tenant's or shared; each holds only the
+    tools its owner's agents may call)."""
 
-    list_display = ("name", "description", "tool_count", "phase_count")
+    form = ToolsetForm
+    list_display = ("name", "owner", "description", "tool_count", "phase_count")
+    list_select_related = ("tenant",)
+    list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("name", "description")
     ordering = ("name",)
     filter_horizontal = ("tools",)
@@ -383,6 +423,10 @@ class ToolsetAdmin(UnscopedOnlyAdminMixin, ToolHubAdmin):
         return super().get_queryset(request).annotate(
             tool_total=Count("tools", distinct=True), phase_total=Count("phases", distinct=True)
         )
+
+    @admin.display(description="owner", ordering="tenant__slug")
+    def owner(self, obj: Toolset) -> str:
+        return obj.tenant.slug if obj.tenant_id else "shared"
 
     @admin.display(description="tools", ordering="tool_total")
     def tool_count(self, obj: Toolset) -> int:

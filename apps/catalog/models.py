@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models import Q
 
 from apps.common.models import TimeStampedModel
 
@@ -15,8 +18,54 @@ tool_name_validator = RegexValidator(
 )
 
 
+def name_uniqueness_constraints(prefix: str) -> list[models.UniqueConstraint]:
+    """A name is unique within its tenant and within the shared catalog (tenant empty).
+
+    That a tenant's name may not repeat a shared one (and the reverse) spans rows of both
+    kinds, which no unique index can say: `name_clash` checks it in clean().
+    """
+    return [
+        models.UniqueConstraint(
+            fields=["tenant", "name"], condition=Q(tenant__isnull=False),
+            name=f"{prefix}_unique_name_per_tenant",
+            violation_error_message="This tenant already has one of that name.",
+        ),
+        models.UniqueConstraint(
+            fields=["name"], condition=Q(tenant__isnull=True), name=f"{prefix}_unique_shared_name",
+            violation_error_message="The shared catalog already has one of that name.",
+        ),
+    ]
+
+
+def name_clash(instance: Tool | Toolset) -> str | None:
+    """Why `instance`'s name would shadow (or be shadowed by) a row of the other kind, or None.
+
+    Agents see their tenant's rows and the shared ones under one namespace, so a tenant's
+    name must not repeat a shared one, and a shared name must not repeat any tenant's.
+    """
+    kind = type(instance)._meta.verbose_name
+    others = type(instance).objects.filter(name=instance.name).exclude(pk=instance.pk)
+    if instance.tenant_id is not None:
+        if others.filter(tenant__isnull=True).exists():
+            return (
+                f"The shared catalog already has a {kind} named {instance.name}, which this "
+                "tenant's agents see; choose another name."
+            )
+        return None
+    if others.filter(tenant__isnull=False).exists():
+        return (
+            f"A tenant already has a {kind} named {instance.name}; a shared {kind} of that name "
+            "would shadow it for that tenant's agents. Choose another name."
+        )
+    return None
+
+
 class Tool(TimeStampedModel):
-    name = models.CharField(max_length=64, unique=True, validators=[tool_name_validator])
+    name = models.CharField(
+        max_length=64, validators=[tool_name_validator],
+        help_text="Unique within its owner, and never the name of a shared tool (or, for a "
+        "shared tool, of any tenant's).",
+    )
     tenant = models.ForeignKey(
         "tenancy.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="tools",
         help_text="Owner. Empty: the shared catalog, visible to every tenant's curators.",
@@ -29,9 +78,25 @@ class Tool(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
+        constraints = name_uniqueness_constraints("tool")
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        errors = {}
+        clash = name_clash(self)
+        if clash:
+            errors["name"] = clash
+        replacement = self.replaced_by
+        if replacement is not None and replacement.tenant_id not in (None, self.tenant_id):
+            # The retired tool's hint names its replacement to this tool's agents.
+            errors["replaced_by"] = (
+                f"{replacement.name} belongs to another tenant; name one of this tool's tenant "
+                "or a shared tool."
+            )
+        if errors:
+            raise ValidationError(errors)
 
 
 class VersionStatus(models.TextChoices):
@@ -189,17 +254,40 @@ class ToolVersion(TimeStampedModel):
 
 
 class Toolset(TimeStampedModel):
-    """A named group of tools for one kind of agent work, split into phases."""
+    """A named group of tools for one kind of agent work, split into phases.
 
-    name = models.CharField(max_length=64, unique=True, validators=[tool_name_validator])
+    A tenant's toolset is seen by that tenant's agents only and holds its tools and shared
+    ones; a shared toolset (no tenant) is seen by every agent and holds shared tools only.
+    """
+
+    name = models.CharField(
+        max_length=64, validators=[tool_name_validator],
+        help_text="Unique within its owner, and never the name of a shared toolset (or, for a "
+        "shared toolset, of any tenant's).",
+    )
+    tenant = models.ForeignKey(
+        "tenancy.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="toolsets",
+        help_text="Owner. Empty: shared, seen by every tenant's agents (shared tools only).",
+    )
     description = models.TextField(blank=True)
     tools = models.ManyToManyField(Tool, related_name="toolsets", blank=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = name_uniqueness_constraints("toolset")
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        clash = name_clash(self)
+        if clash:
+            raise ValidationError({"name": clash}, code="name_clash")
+
+    def foreign_tools(self, tools: Iterable[Tool]) -> list[str]:
+        """Names of `tools` this toolset may not hold: another tenant's (any tenant's for a
+        shared toolset), whose agents could not call them."""
+        return sorted(t.name for t in tools if t.tenant_id is not None and t.tenant_id != self.tenant_id)
 
 
 class ToolsetPhase(models.Model):

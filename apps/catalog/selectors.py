@@ -31,6 +31,15 @@ def tools_visible_to_tenant(*, tenant: Tenant | int) -> QuerySet[Tool]:
     return Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id))
 
 
+def tool_visible_by_name(*, tenant: Tenant | int, name: str) -> Tool | None:
+    """The tool this tenant's agents know as `name` (its own or a shared one), or None.
+
+    Names are unique per tenant and a tenant's never repeats a shared one, so there is at
+    most one; another tenant's tool of that name is never it.
+    """
+    return tools_visible_to_tenant(tenant=tenant).filter(name=name).first()
+
+
 def version_previous(*, version: ToolVersion) -> ToolVersion | None:
     """The version of the same tool numbered just below this one, or None."""
     return (
@@ -123,16 +132,26 @@ def version_findings(*, version: ToolVersion) -> list[Finding]:
 
 def catalog_findings(*, tenant_id: int | None = None) -> list[Finding]:
     """Lint of every draft and published version (of one tenant's visible tools when given),
-    and of every toolset (unscoped only: toolsets span tenants)."""
+    each against the tools a model may see beside it, and of the toolsets (that tenant's and
+    the shared ones when given)."""
     tools = tools_visible_to_tenant(tenant=tenant_id) if tenant_id else Tool.objects.all()
+    toolsets = Toolset.objects.all()
+    if tenant_id:
+        toolsets = toolsets.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id))
     current = _current_definitions(Tool.objects.all())
     deployment = lint_deployment()
+    owner_of = dict(Tool.objects.values_list("pk", "tenant_id"))
     findings: list[Finding] = []
     for version in ToolVersion.objects.filter(
         tool__in=tools, status__in=[VersionStatus.DRAFT, VersionStatus.PUBLISHED]
     ).select_related("tool"):
-        neighbours = [d for tool_id, d in current.items() if tool_id != version.tool_id]
+        # Beside a tenant's tool: its tenant's and the shared ones; beside a shared tool, all
+        # tools, but only the viewing tenant's when scoped (lint never names another's).
+        owner = version.tool.tenant_id or tenant_id
+        neighbours = [
+            d for tool_id, d in current.items()
+            if tool_id != version.tool_id and (owner is None or owner_of[tool_id] in (None, owner))
+        ]
         findings += lint_tool(lint_definition(version), others=neighbours, deployment=deployment)
-    if tenant_id is None:
-        findings += _toolset_findings(Toolset.objects.all())
+    findings += _toolset_findings(toolsets)
     return sorted_findings(findings)

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -191,12 +191,23 @@ def version_retire(*, version: ToolVersion, actor: str, note: str = "") -> ToolV
     return _version_transition(version=version, to=VersionStatus.RETIRED, actor=actor, note=note)
 
 
+def _lock_name(kind: str, name: str) -> None:
+    """Serialize saves of one name until commit: whether a tenant's name clashes with a shared
+    one spans rows no unique index covers, so two curators must not check it at once."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"toolhub.{kind}:{name}"])
+
+
 def tool_save(*, tool: Tool, actor: str) -> Tool:
-    """Create or update a tool (name, owner, summary, replacement). Validates, writes it and
-    an audit event; invalidates the catalog caches once committed."""
+    """Create or update a tool (name, owner, summary, replacement). Validates (ValidationError:
+    a name its tenant or the shared catalog already has, or a tenant's name shadowing a shared
+    tool or the reverse), writes it and an audit event; invalidates the catalog caches once
+    committed."""
     creating = tool.pk is None
-    tool.full_clean()
     with transaction.atomic():
+        _lock_name("tool", tool.name)
+        tool.full_clean()
         tool.save()
         audit_record(
             tenant_id=tool.tenant_id, actor=actor, action="tool.create" if creating else "tool.update",

@@ -20,7 +20,7 @@ from django.db.models.functions import TruncHour, TruncMinute
 from django.utils import timezone
 
 from apps.audit.models import Invocation
-from apps.capabilities.models import CapabilityRequest, CapabilityStatus
+from apps.capabilities.models import CapabilityReason, CapabilityRequest, CapabilityStatus
 from apps.catalog.lint import SEVERITY_ORDER
 from apps.catalog.selectors import catalog_findings
 from apps.common.admin_filters import AGES
@@ -77,7 +77,9 @@ class Overview:
     unknown_by_age: list[tuple[str, str, int]] = field(default_factory=list)
     triage_size: int = 0
     pending_approvals: int = 0
+    # Missing capabilities, and apart from them existing tools called outside their phase.
     capability_requests: list[CapabilityRequest] = field(default_factory=list)
+    phase_misses: list[CapabilityRequest] = field(default_factory=list)
     lint: list[LintSummary] = field(default_factory=list)
 
     @property
@@ -112,11 +114,11 @@ def dashboard_overview(*, tenant_id: int | None, window: str, now: datetime | No
     overview.pending_approvals = _of_tenant(
         Approval.objects.filter(status=ApprovalStatus.PENDING, expires_at__gt=now), tenant_id
     ).count()
-    overview.capability_requests = list(
-        _of_tenant(CapabilityRequest.objects.select_related("tenant"), tenant_id)
-        .filter(status__in=[CapabilityStatus.OPEN, CapabilityStatus.PLANNED])
-        .order_by("-count", "name")[:TOP]
-    )
+    open_requests = _of_tenant(CapabilityRequest.objects.select_related("tenant"), tenant_id).filter(
+        status__in=[CapabilityStatus.OPEN, CapabilityStatus.PLANNED]
+    ).order_by("-count", "name")
+    overview.capability_requests = list(open_requests.filter(reason=CapabilityReason.UNKNOWN)[:TOP])
+    overview.phase_misses = list(open_requests.filter(reason=CapabilityReason.NOT_IN_PHASE)[:TOP])
     overview.lint = _lint_summary(tenant_id)
     return overview
 

@@ -42,13 +42,15 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
 
 def _links(window: str) -> dict[str, str]:
     invocations = reverse("admin:audit_invocation_changelist")
+    capabilities = reverse("admin:capabilities_capabilityrequest_changelist")
     return {
         "invocations": f"{invocations}?age={window}",
         "errors": f"{invocations}?age={window}&status=error",
         "ledger_unknown": f"{reverse('admin:ledger_ledgerentry_changelist')}?state=unknown",
         "triage": reverse("admin:ledger_triageentry_changelist"),
         "approvals": reverse("admin:ledger_pendingapproval_changelist"),
-        "capabilities": reverse("admin:capabilities_capabilityrequest_changelist"),
+        "capabilities": f"{capabilities}?reason=unknown",
+        "phase_misses": f"{capabilities}?reason=not_in_phase",
         "versions": reverse("admin:catalog_toolversion_changelist"),
     }
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import Q, Sum
 
 from apps.audit.services import audit_record
 from apps.catalog.cache import catalog_changed
@@ -292,8 +292,10 @@ def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
     owner = None if platform_settings_named(
         executor=definition["executor"], executor_config=definition["executor_config"]
     ) else tenant
-    tool, _ = Tool.objects.get_or_create(name=name, defaults={"tenant": owner, "summary": summary})
-    if tool.tenant_id != (owner.pk if owner else None):
+    tool = Tool.objects.filter(Q(tenant=tenant) | Q(tenant__isnull=True), name=name).first()
+    if tool is None:
+        tool = Tool.objects.create(name=name, tenant=owner, summary=summary)
+    elif tool.tenant_id != (owner.pk if owner else None):
         # Seeded by an earlier release as the tenant's own: its calls would now be refused.
         tool.tenant = owner
         tool_save(tool=tool, actor=SEED_ACTOR)
@@ -306,9 +308,10 @@ def _seed_tool(*, tenant: Tenant, name: str) -> Tool:
     return tool
 
 
-def _seed_toolset(tools: dict[str, Tool]) -> None:
+def _seed_toolset(tenant: Tenant, tools: dict[str, Tool]) -> None:
     toolset, _ = Toolset.objects.get_or_create(
         name=SUPPORT_TOOLSET,
+        tenant=tenant,
         defaults={"description": "Customer support: look orders up, then cancel or refund."},
     )
     toolset.tools.add(*tools.values())
@@ -323,7 +326,7 @@ def demo_seed() -> SeedResult:
     Writes (each only when missing): tenant `demo`, agent `support-bot` and its derived
     key, superuser `admin` (password reset only if the printed one would not log in),
     the demo order book, the four demo tools with a published v1, their grants to
-    support-bot, and the `support` toolset with phases `lookup` and `resolve`. Audit
+    support-bot, and the tenant's `support` toolset with phases `lookup` and `resolve`. Audit
     events for the key and each version it publishes.
     """
     password = demo_admin_password()
@@ -338,7 +341,7 @@ def demo_seed() -> SeedResult:
         for tool in tools.values():
             if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
                 grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
-        _seed_toolset(tools)
+        _seed_toolset(tenant, tools)
         catalog_changed()  # processes already running must see the seeded tools and toolset
     return SeedResult(
         admin_username=ADMIN_USERNAME, admin_password=password, agent_key=key,

@@ -16,7 +16,7 @@ from apps.capabilities.builtin import REQUEST_CAPABILITY_SPEC
 from apps.catalog.cache import catalog_generation
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.common.errors import ForbiddenError, InvalidArgsError, UnavailableError
-from apps.gateway.pipeline.resolve import REQUEST_CAPABILITY, unknown_tool_error
+from apps.gateway.pipeline.resolve import REQUEST_CAPABILITY, ToolPlace, unknown_tool_error
 from apps.tenancy.models import Grant, TenantPolicy
 
 from .contracts import PolicySpec, VersionSpec
@@ -42,6 +42,17 @@ class AgentCatalog:
         return {
             name: spec for name, spec in self.callable.items() if name in names or name == REQUEST_CAPABILITY
         }
+
+    def places_of(self, name: str, *, toolset: str | None) -> tuple[ToolPlace, ...]:
+        """Where this agent may call `name`: the phases holding it (a toolset as a whole
+        when none of its phases does), those of `toolset` first."""
+        places = []
+        for set_name, phases in self.toolsets.items():
+            named = [ToolPlace(set_name, p) for p, names in phases.items() if p and name in names]
+            if not named and name in phases.get("", ()):
+                named = [ToolPlace(set_name, "")]
+            places += named
+        return tuple(sorted(places, key=lambda p: (p.toolset != toolset, p.toolset, p.phase)))
 
     @property
     def prerequisites(self) -> frozenset[str]:
@@ -116,11 +127,16 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
     callable_[REQUEST_CAPABILITY] = REQUEST_CAPABILITY_SPEC
     refused.pop(REQUEST_CAPABILITY, None)
 
+    # Only the tenant's and the shared toolsets, holding only tools this tenant sees: what
+    # an error or a hint may name.
+    seen = {tool.pk for tool in tools}
     toolsets: dict[str, dict[str, frozenset[str]]] = {}
-    for toolset in Toolset.objects.prefetch_related("tools", "phases__tools"):
-        phases = {"": frozenset(t.name for t in toolset.tools.all())}
+    for toolset in Toolset.objects.filter(
+        Q(tenant__isnull=True) | Q(tenant_id=tenant_id)
+    ).prefetch_related("tools", "phases__tools"):
+        phases = {"": frozenset(t.name for t in toolset.tools.all() if t.pk in seen)}
         for phase in toolset.phases.all():
-            phases[phase.name] = frozenset(t.name for t in phase.tools.all())
+            phases[phase.name] = frozenset(t.name for t in phase.tools.all() if t.pk in seen)
         toolsets[toolset.name] = phases
 
     all_policies = list(TenantPolicy.objects.for_tenant(tenant_id))
@@ -152,7 +168,11 @@ def resolve_tool(*, catalog: AgentCatalog, name: str, toolset: str | None, phase
         return spec
     if name not in catalog.callable and name in catalog.refused:
         raise catalog.refused[name]
-    raise unknown_tool_error(name, [(s.tool_name, s.description) for s in visible.values()])
+    raise unknown_tool_error(
+        name,
+        [(s.tool_name, s.description) for s in visible.values()],
+        elsewhere=catalog.places_of(name, toolset=toolset) if name in catalog.callable else (),
+    )
 
 
 def visible_tools(

@@ -168,7 +168,8 @@ def test_saving_a_toolset_with_phases_invalidates_the_catalog(
 
     with django_capture_on_commit_callbacks(execute=True):
         response = superuser.post(reverse("admin:catalog_toolset_add"), {
-            "name": "support", "description": "", "tools": [world.acme.tool.pk],
+            "name": "support", "tenant": world.acme.tenant.pk, "description": "",
+            "tools": [world.acme.tool.pk],
             "phases-TOTAL_FORMS": 1, "phases-INITIAL_FORMS": 0,
             "phases-0-name": "lookup", "phases-0-tools": [world.acme.tool.pk],
         })

@@ -137,7 +137,9 @@ def _staff_scope(rows: TenantRows) -> models.Model:
 
 @maker("catalog.Toolset")
 def _toolset(rows: TenantRows) -> models.Model:
-    toolset = Toolset.objects.create(name=f"{rows.snake}_toolset", description=f"{rows.slug} support work")
+    toolset = Toolset.objects.create(
+        name=f"{rows.snake}_toolset", tenant=rows["tenancy.Tenant"], description=f"{rows.slug} support work"
+    )
     toolset.tools.set([rows["catalog.Tool"]])
     return toolset
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from apps.common.errors import UnknownToolError
 
@@ -41,6 +42,20 @@ _STOP_WORDS = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class ToolPlace:
+    """A toolset and phase where the agent may call a tool ("" phase: the toolset as a whole)."""
+
+    toolset: str
+    phase: str
+
+    def __str__(self) -> str:
+        return f"phase {self.phase} of toolset {self.toolset}" if self.phase else f"toolset {self.toolset}"
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"toolset": self.toolset, "phase": self.phase or None}
+
+
 def _words(text: str) -> set[str]:
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
     words = set()
@@ -68,19 +83,38 @@ def closest_tools(name: str, visible: Sequence[tuple[str, str]], limit: int = MA
     return [tool for _, tool in scored[:limit]]
 
 
-def unknown_tool_error(name: str, visible: Sequence[tuple[str, str]]) -> UnknownToolError:
-    """The error for a call of a tool that is not visible to this agent in this phase."""
+def unknown_tool_error(
+    name: str, visible: Sequence[tuple[str, str]], *, elsewhere: Sequence[ToolPlace] = ()
+) -> UnknownToolError:
+    """The error for a call of a tool that is not visible to this agent in this phase.
+
+    `elsewhere` names the toolsets and phases where the agent may call it after all (only
+    places it may see): the hint then says where to go rather than that nothing is close.
+    """
     suggestions = closest_tools(name, visible)
     way_out = (
         f"If none fits, call {REQUEST_CAPABILITY} to tell the operators what you need, "
         "and tell the user you cannot do it yet."
     )
-    if suggestions:
+    if elsewhere:
+        first = elsewhere[0]
+        move = f'send "toolset": "{first.toolset}"' + (f', "phase": "{first.phase}"' if first.phase else "")
+        here = f" The closest tools here: {join_names(suggestions)}." if suggestions else ""
+        hint = (
+            f"{clip(name, 64)} is available in {' or '.join(str(p) for p in elsewhere[:MAX_SUGGESTIONS])}; "
+            f"it cannot be called here. Call it once the task has reached that step "
+            f"({move}).{here} If this step needs it, call {REQUEST_CAPABILITY} to tell the "
+            "operators, and tell the user you cannot do it yet."
+        )
+    elif suggestions:
         hint = f"Use one of the closest available tools: {join_names(suggestions)}. {way_out}"
     else:
         hint = f"No available tool is close to this name; use only names from your tool list. {way_out}"
+    extra: dict[str, object] = {"suggestions": suggestions}
+    if elsewhere:
+        extra["available_in"] = [p.as_dict() for p in elsewhere[:MAX_SUGGESTIONS]]
     return UnknownToolError(
         f'The tool "{clip(name, 64)}" is not available here.',
         hint=hint,
-        extra={"suggestions": suggestions},
+        extra=extra,
     )

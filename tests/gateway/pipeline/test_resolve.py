@@ -1,4 +1,4 @@
-from apps.gateway.pipeline.resolve import unknown_tool_error
+from apps.gateway.pipeline.resolve import ToolPlace, unknown_tool_error
 
 from .conftest import assert_actionable
 
@@ -45,3 +45,23 @@ def test_a_huge_name_is_not_echoed():
     error = unknown_tool_error("x" * 10_000, VISIBLE)
 
     assert len(error.message) < 120
+
+
+def test_a_tool_of_another_phase_is_named_with_the_phase_that_offers_it():
+    error = unknown_tool_error(
+        "refund_payment", VISIBLE[:2], elsewhere=[ToolPlace("support", "resolve"), ToolPlace("billing", "")]
+    )
+
+    envelope = assert_actionable(error, kind="unknown_tool", recoverable=True)
+    assert error.hint.startswith(
+        "refund_payment is available in phase resolve of toolset support or toolset billing;"
+    )
+    assert '"toolset": "support", "phase": "resolve"' in error.hint
+    assert envelope["available_in"] == [
+        {"toolset": "support", "phase": "resolve"},
+        {"toolset": "billing", "phase": None},
+    ]
+
+
+def test_a_tool_nowhere_else_has_no_place_in_the_envelope():
+    assert "available_in" not in unknown_tool_error("launch_rocket", VISIBLE).extra
