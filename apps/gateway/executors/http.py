@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from django.conf import settings
@@ -63,10 +64,16 @@ def _base_url(config: Any) -> str:
     return str(getattr(settings, config["url_setting"])).rstrip("/")
 
 
+def wire_idempotency_key(key: str) -> str:
+    """The key as sent upstream: HTTP headers carry ASCII only, so other characters (a task id
+    in another script) are percent-encoded. Unambiguous: a literal '%' is already '%25' in the key."""
+    return quote(key, safe="/%-._~:@!$&'()*+,;=")
+
+
 def _headers(request: ExecutionRequest) -> dict[str, str]:
     headers = {"Accept": "application/json"}
     if request.idempotency_key:
-        headers["Idempotency-Key"] = request.idempotency_key
+        headers["Idempotency-Key"] = wire_idempotency_key(request.idempotency_key)
     secret_ref = request.config.get("secret_ref")
     if secret_ref:
         headers["Authorization"] = f"Bearer {settings.TOOLHUB_SECRETS[secret_ref]}"
@@ -211,7 +218,7 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
             partial(
                 _CLIENT.get,
                 url,
-                params={"idempotency_key": request.idempotency_key},
+                params={"idempotency_key": wire_idempotency_key(request.idempotency_key)},
                 headers=_headers(request),
                 timeout=httpx.Timeout(request.timeout_s),
             ),
