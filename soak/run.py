@@ -273,11 +273,13 @@ class Caller(threading.Thread):
 
 def republish_refund(path: str) -> None:
     from apps.catalog.models import ToolVersion
+    from apps.catalog.selectors import tool_visible_by_name
     from apps.catalog.services import version_create_draft_from, version_publish, version_save_draft
+    from apps.tenancy.models import Tenant
 
-    current = ToolVersion.objects.filter(
-        tool__tenant__slug="demo", tool__name="refund_payment", status="published"
-    ).order_by("-number")[0]
+    # refund_payment is a shared tool (it names the platform's payments key), granted to demo.
+    tool = tool_visible_by_name(tenant=Tenant.objects.get(slug="demo"), name="refund_payment")
+    current = ToolVersion.objects.filter(tool=tool, status="published").order_by("-number")[0]
     draft = version_create_draft_from(version=current, actor="soak")
     draft.executor_config = {**draft.executor_config, "path": path}
     version_save_draft(version=draft, actor="soak")
