@@ -19,6 +19,17 @@ def http_response(status: str = "200 OK", body: bytes = b'{"ok": true}', headers
 OK_JSON = http_response()
 
 
+def loopback_server_socket(*, accept_timeout_s: float) -> socket.socket:
+    """A listening TCP socket on a free port of 127.0.0.1; accept() gives up after the timeout,
+    so the serving thread can notice when it should stop."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    sock.settimeout(accept_timeout_s)
+    return sock
+
+
 class RecordingListener:
     """Accepts connections on 127.0.0.1, keeps what each sent, answers `response` once."""
 
@@ -28,11 +39,7 @@ class RecordingListener:
         self.received: list[bytes] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._sock = socket.socket()
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(16)
-        self._sock.settimeout(0.1)
+        self._sock = loopback_server_socket(accept_timeout_s=0.1)
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._serve, daemon=True)

@@ -13,6 +13,7 @@ import pytest
 
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.gateway.conftest import invoke
+from tests.listeners import loopback_server_socket
 from tests.ops.conftest import free_port
 
 TIMEOUT_S = 1.0
@@ -87,11 +88,7 @@ class FakeUpstream:
         self.behaviour = behaviour
         self.requests = 0
         self.stop = threading.Event()
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
+        self.sock = loopback_server_socket(accept_timeout_s=0.2)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
