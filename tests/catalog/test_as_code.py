@@ -7,6 +7,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from apps.audit.models import AuditEvent
+from apps.catalog.as_code import document_yaml
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.catalog.services import (
     grant_save,
@@ -311,3 +312,18 @@ def test_a_section_in_the_file_is_the_whole_truth_and_an_absent_one_is_left_alon
     assert list(Grant.objects.values_list("agent__name", flat=True)) == ["note-bot"]
     assert TenantPolicy.objects.get().rate_limit_per_minute == 5
     assert Tool.objects.filter(tenant=notes_tenant, name="search_notes").exists()
+
+
+@pytest.mark.parametrize("text", [
+    "First line.\nSecond line.\n",
+    "No final line break.\nSecond line.",
+    "Trailing space \nand a tab\there.",
+    "yes",
+    "  indented first line\nthen not",
+])
+def test_text_reads_back_exactly_as_it_was_written(text):
+    document = {"tenant": "notes", "tools": {"t": {"summary": text, "versions": []}}}
+
+    written = document_yaml(document)
+
+    assert yaml.safe_load(written) == document
