@@ -360,23 +360,12 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         return None
 
 
-def _refuse_foreign_tools(toolset: Toolset, tools: Any) -> None:
-    foreign = toolset.foreign_tools(tools or ())
-    if foreign:
-        rule = (
-            "A tenant's toolset holds only that tenant's tools and shared ones"
-            if toolset.tenant_id
-            else "A shared toolset holds only shared tools (every tenant's agents see it)"
-        )
-        raise ValidationError(f"{rule}; remove {', '.join(foreign)}.", code="foreign_tool")
-
-
 class ToolsetForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         toolset = Toolset(tenant=cleaned.get("tenant"))
         try:
-            _refuse_foreign_tools(toolset, cleaned.get("tools"))
+            toolset.refuse_foreign_tools(cleaned.get("tools") or ())
         except ValidationError as error:
             self.add_error("tools", error)
         return cleaned
@@ -389,7 +378,7 @@ class ToolsetPhaseForm(forms.ModelForm):
         toolset = cleaned.get("toolset")
         try:
             if toolset is not None:
-                _refuse_foreign_tools(toolset, cleaned.get("tools"))
+                toolset.refuse_foreign_tools(cleaned.get("tools") or ())
         except ValidationError as error:
             self.add_error("tools", error)
         return cleaned

@@ -289,6 +289,17 @@ class Toolset(TimeStampedModel):
         shared toolset), whose agents could not call them."""
         return sorted(t.name for t in tools if t.tenant_id is not None and t.tenant_id != self.tenant_id)
 
+    def refuse_foreign_tools(self, tools: Iterable[Tool]) -> None:
+        """Raise ValidationError naming the `tools` this toolset may not hold (see foreign_tools)."""
+        foreign = self.foreign_tools(tools)
+        if foreign:
+            rule = (
+                "A tenant's toolset holds only that tenant's tools and shared ones"
+                if self.tenant_id
+                else "A shared toolset holds only shared tools (every tenant's agents see it)"
+            )
+            raise ValidationError(f"{rule}; remove {', '.join(foreign)}.", code="foreign_tool")
+
 
 class ToolsetPhase(models.Model):
     """A step of the work; only its tools (plus request_capability) are shown in it."""

@@ -5,6 +5,7 @@ change, bumps the catalog generation once committed (apps/catalog/cache.py)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -16,7 +17,7 @@ from apps.audit.services import audit_record
 from apps.tenancy.models import Grant
 
 from .cache import catalog_changed
-from .models import Tool, Toolset, ToolVersion, VersionStatus
+from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .selectors import version_findings
 
 # What a curator writes in a draft; number, status and timestamps are the services' job.
@@ -232,6 +233,49 @@ def toolset_changed(*, toolset: Toolset, actor: str, action: str) -> None:
     with transaction.atomic():
         audit_record(actor=actor, action=f"toolset.{action}", target=toolset,
                      data={"name": toolset.name})
+        catalog_changed()
+
+
+def toolset_save(
+    *, toolset: Toolset, tools: Iterable[Tool], phases: Mapping[str, Iterable[Tool]], actor: str
+) -> Toolset:
+    """Create or update a toolset holding exactly `tools`, with exactly these phases (phase
+    name → its tools; a phase not named is deleted). Validates (ValidationError: a name clash
+    as for tools, another tenant's tool, any tenant's in a shared toolset, a bad phase name),
+    writes the toolset, its phases and an audit event; invalidates the catalog caches once
+    committed."""
+    creating = toolset.pk is None
+    members = list(tools)
+    phase_members = {name: list(phase_tools) for name, phase_tools in phases.items()}
+    toolset.refuse_foreign_tools([*members, *(t for ts in phase_members.values() for t in ts)])
+    with transaction.atomic():
+        _lock_name("toolset", toolset.name)
+        toolset.full_clean()
+        toolset.save()
+        toolset.tools.set(members)
+        toolset.phases.exclude(name__in=phase_members).delete()
+        for name, phase_tools in sorted(phase_members.items()):
+            phase = toolset.phases.filter(name=name).first() or ToolsetPhase(toolset=toolset, name=name)
+            phase.full_clean()
+            phase.save()
+            phase.tools.set(phase_tools)
+        audit_record(
+            tenant_id=toolset.tenant_id, actor=actor,
+            action="toolset.create" if creating else "toolset.update", target=toolset,
+            data={"name": toolset.name, "tools": sorted(t.name for t in members),
+                  "phases": {name: sorted(t.name for t in ts) for name, ts in phase_members.items()}},
+        )
+        catalog_changed()
+    return toolset
+
+
+def toolset_delete(*, toolset: Toolset, actor: str) -> None:
+    """Delete a toolset and its phases (its tools stay), with an audit event; invalidates the
+    catalog caches once committed."""
+    with transaction.atomic():
+        audit_record(tenant_id=toolset.tenant_id, actor=actor, action="toolset.delete", target=toolset,
+                     data={"name": toolset.name})
+        toolset.delete()
         catalog_changed()
 
 

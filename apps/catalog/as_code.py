@@ -1,0 +1,342 @@
+"""The catalog as code: one tenant's tools, versions, toolsets, grants and policies as a YAML
+document. Pure: no queries and no writes. The document is built from rows a selector
+loaded (`tenant_catalog_snapshot`); `as_code_plan` turns a document into the service calls
+that bring the database to it, and `catalog_document_apply` makes them.
+
+What a document holds, and what applying it means:
+
+- `tools`: the tenant's own tools by name, each with its versions by number (with status).
+  Shared tools are never exported as the tenant's: toolsets, grants and policies name them,
+  and a tenant's document can hold no tool that names a platform setting (those are
+  shared-only). Applying creates missing tools and drafts, edits drafts, and moves versions
+  forward (publish, deprecate, retire). A published version never changes: a changed
+  definition becomes a new draft, published if the document says so. Apply never deletes a
+  tool or a version.
+- `toolsets`, `grants`, `policies`: when a section is present it is the whole truth for the
+  tenant (what it does not list is deleted); when it is absent, that kind is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from django.core.exceptions import ValidationError
+
+from apps.tenancy.models import TenantPolicy
+
+from .models import Tool, Toolset, ToolVersion, VersionStatus
+
+FORMAT = 1
+# Everything a version's document entry holds besides its number and status.
+VERSION_FIELDS = tuple(
+    sorted([f for f in ToolVersion.CONTENT_FIELDS if f not in ("tool_id", "number")] + ["changelog"])
+)
+# What decides whether two versions make the same promise (the changelog does not).
+PROMISE_FIELDS = tuple(f for f in VERSION_FIELDS if f != "changelog")
+POLICY_FIELDS = (
+    "daily_quota_per_subject", "rate_limit_per_minute", "requires_approval", "rule_overrides",
+    "task_call_budget",
+)
+SECTIONS = ("tools", "toolsets", "grants", "policies")
+_JSON_FIELDS = frozenset(
+    f.name for f in ToolVersion._meta.get_fields() if f.get_internal_type() == "JSONField"
+)
+
+
+# --- models → document ---------------------------------------------------------------------
+
+
+def _sorted(value: Any) -> Any:
+    """JSON content with every mapping's keys sorted, so equal content always reads the same."""
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def version_entry(version: ToolVersion) -> dict[str, Any]:
+    return {
+        "number": version.number,
+        "status": version.status,
+        **{name: _sorted(getattr(version, name)) for name in VERSION_FIELDS},
+    }
+
+
+def tenant_document(
+    *, tenant_slug: str, tools: Iterable[Tool], toolsets: Iterable[Toolset],
+    grants: Iterable[Any], policies: Iterable[Any],
+) -> dict[str, Any]:
+    """The document of one tenant's catalog. Expects tools with `versions` and toolsets with
+    `tools` and `phases__tools` prefetched, grants and policies with their tool, agent and
+    pinned version selected."""
+    return {
+        "format": FORMAT,
+        "tenant": tenant_slug,
+        "tools": {
+            tool.name: {
+                "summary": tool.summary,
+                "replaced_by": tool.replaced_by.name if tool.replaced_by_id else None,
+                "versions": [version_entry(v) for v in sorted(tool.versions.all(), key=lambda v: v.number)],
+            }
+            for tool in sorted(tools, key=lambda t: t.name)
+        },
+        "toolsets": {
+            toolset.name: {
+                "description": toolset.description,
+                "tools": sorted(t.name for t in toolset.tools.all()),
+                "phases": {
+                    phase.name: sorted(t.name for t in phase.tools.all())
+                    for phase in sorted(toolset.phases.all(), key=lambda p: p.name)
+                },
+            }
+            for toolset in sorted(toolsets, key=lambda s: s.name)
+        },
+        "grants": sorted(
+            (
+                {
+                    "tool": grant.tool.name,
+                    "agent": grant.agent.name if grant.agent_id else None,
+                    "pinned_version": grant.pinned_version.number if grant.pinned_version_id else None,
+                }
+                for grant in grants
+            ),
+            key=grant_key,
+        ),
+        "policies": sorted(
+            (
+                {
+                    "tool": policy.tool.name if policy.tool_id else None,
+                    **{name: _sorted(getattr(policy, name)) for name in POLICY_FIELDS},
+                }
+                for policy in policies
+            ),
+            key=lambda p: p["tool"] or "",
+        ),
+    }
+
+
+def grant_key(grant: Mapping[str, Any]) -> tuple[str, str]:
+    return grant["tool"], grant["agent"] or ""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Keeps the document's key order (already sorted where order means nothing) and writes
+    text with line breaks as literal blocks, so a changed line of a description is one line
+    of diff."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+HEADER = (
+    "# ToolHub catalog of tenant {slug}. Preview a change with\n"
+    "#   manage.py catalog_apply FILE --plan\n"
+    "# and apply it without --plan. Published versions never change: edit a definition and\n"
+    "# apply makes it a new version.\n"
+)
+
+
+def document_yaml(document: Mapping[str, Any]) -> str:
+    body = yaml.dump(
+        dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=float("inf"),
+        default_flow_style=False,
+    )
+    return HEADER.format(slug=document["tenant"]) + body
+
+
+# --- YAML → checked document ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a document cannot be applied, at the YAML path of the offending value."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class DocumentError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+def problems_of(path: str, error: ValidationError) -> list[Problem]:
+    """A model or service ValidationError as problems, each field under `path`."""
+    if hasattr(error, "error_dict"):
+        return [
+            Problem(path if name == "__all__" else f"{path}.{name}", message)
+            for name, messages in error.message_dict.items()
+            for message in messages
+        ]
+    return [Problem(path, message) for message in error.messages]
+
+
+def _expect(value: Any, kind: type, path: str, what: str, problems: list[Problem]) -> bool:
+    if isinstance(value, kind):
+        return True
+    problems.append(Problem(path, f"expected {what}, found {type(value).__name__}: {value!r}."))
+    return False
+
+
+def _unknown_keys(
+    entry: Mapping[str, Any], allowed: Iterable[str], path: str, problems: list[Problem]
+) -> None:
+    allowed = tuple(allowed)
+    for key in sorted(set(entry) - set(allowed), key=str):
+        problems.append(Problem(f"{path}.{key}", f"unknown key; allowed: {', '.join(allowed)}."))
+
+
+def _field_value(model: type, name: str, value: Any, path: str, problems: list[Problem]) -> Any:
+    """`value` as the model field stores it (a YAML 10 for a float field is 10.0)."""
+    if name in _JSON_FIELDS or value is None:
+        return value
+    try:
+        return model._meta.get_field(name).to_python(value)
+    except ValidationError as error:
+        problems.extend(problems_of(path, error))
+        return value
+
+
+def _check_version(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
+    if not _expect(raw, dict, path, "a mapping (a version)", problems):
+        return None
+    _unknown_keys(raw, ("number", "status", *VERSION_FIELDS), path, problems)
+    number, status = raw.get("number"), raw.get("status", VersionStatus.DRAFT)
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        problems.append(Problem(f"{path}.number", f"expected a version number (1, 2, …), found {number!r}."))
+        return None
+    if status not in VersionStatus.values:
+        problems.append(Problem(
+            f"{path}.status", f"unknown status {status!r}; one of {', '.join(VersionStatus.values)}."
+        ))
+        return None
+    entry: dict[str, Any] = {"number": number, "status": status}
+    for name in VERSION_FIELDS:
+        model_field = ToolVersion._meta.get_field(name)
+        value = raw[name] if name in raw else model_field.get_default()
+        entry[name] = _sorted(_field_value(ToolVersion, name, value, f"{path}.{name}", problems))
+    return entry
+
+
+def _check_tool(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
+    if not _expect(raw, dict, path, "a mapping (a tool)", problems):
+        return None
+    _unknown_keys(raw, ("summary", "replaced_by", "versions"), path, problems)
+    summary, replaced_by = raw.get("summary") or "", raw.get("replaced_by")
+    versions = raw.get("versions") or []
+    ok = _expect(summary, str, f"{path}.summary", "text", problems)
+    ok &= replaced_by is None or _expect(replaced_by, str, f"{path}.replaced_by", "a tool name", problems)
+    ok &= _expect(versions, list, f"{path}.versions", "a list of versions", problems)
+    if not ok:
+        return None
+    checked = [_check_version(v, f"{path}.versions[{i}]", problems) for i, v in enumerate(versions)]
+    numbers = [v["number"] for v in checked if v is not None]
+    if numbers != sorted(set(numbers)):
+        problems.append(Problem(f"{path}.versions", "list versions by number, each once, lowest first."))
+    return {"summary": summary, "replaced_by": replaced_by, "versions": [v for v in checked if v]}
+
+
+def _check_names(raw: Any, path: str, problems: list[Problem]) -> list[str] | None:
+    if not _expect(raw, list, path, "a list of tool names", problems):
+        return None
+    names = [n for i, n in enumerate(raw) if _expect(n, str, f"{path}[{i}]", "a tool name", problems)]
+    return sorted(set(names))
+
+
+def _check_toolset(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
+    if not _expect(raw, dict, path, "a mapping (a toolset)", problems):
+        return None
+    _unknown_keys(raw, ("description", "tools", "phases"), path, problems)
+    description, phases = raw.get("description") or "", raw.get("phases") or {}
+    tools = _check_names(raw.get("tools") or [], f"{path}.tools", problems)
+    if not (_expect(description, str, f"{path}.description", "text", problems)
+            and _expect(phases, dict, f"{path}.phases", "a mapping of phase → tool names", problems)):
+        return None
+    checked = {str(name): _check_names(names or [], f"{path}.phases.{name}", problems)
+               for name, names in phases.items()}
+    if tools is None or any(v is None for v in checked.values()):
+        return None
+    return {"description": description, "tools": tools, "phases": dict(sorted(checked.items()))}
+
+
+def _check_list(raw: Any, path: str, keys: tuple[str, ...], problems: list[Problem]) -> list[dict[str, Any]]:
+    if not _expect(raw, list, path, "a list", problems):
+        return []
+    entries = []
+    for i, entry in enumerate(raw):
+        if _expect(entry, dict, f"{path}[{i}]", "a mapping", problems):
+            _unknown_keys(entry, keys, f"{path}[{i}]", problems)
+            entries.append({"_path": f"{path}[{i}]", **{k: entry.get(k) for k in keys}})
+    return entries
+
+
+def _check_reference(
+    entry: dict[str, Any], name: str, kind: type, what: str, problems: list[Problem]
+) -> bool:
+    value = entry[name]
+    return value is None or _expect(value, kind, f"{entry['_path']}.{name}", what, problems)
+
+
+def _check_grant(entry: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
+    ok = _expect(entry["tool"], str, f"{entry['_path']}.tool", "a tool name", problems)
+    ok &= _check_reference(entry, "agent", str, "an agent name, or null for every agent", problems)
+    ok &= _check_reference(entry, "pinned_version", int, "a version number, or null for the latest", problems)
+    return entry if ok else None
+
+
+def _check_policy(entry: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
+    path = entry["_path"]
+    if not _check_reference(entry, "tool", str, "a tool name, or null for every tool", problems):
+        return None
+    checked = {"_path": path, "tool": entry["tool"]}
+    for name in POLICY_FIELDS:
+        value = entry[name] if entry[name] is not None else TenantPolicy._meta.get_field(name).get_default()
+        if name != "rule_overrides":
+            value = _field_value(TenantPolicy, name, value, f"{path}.{name}", problems)
+        checked[name] = _sorted(value)
+    return checked
+
+
+def document_from_yaml(text: str) -> dict[str, Any]:
+    """The checked, normalized document in `text` (defaults filled in, values as the models
+    store them). Raises DocumentError listing every problem with its path."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise DocumentError([Problem("", f"not valid YAML: {error}")]) from error
+    problems: list[Problem] = []
+    if not isinstance(raw, dict):
+        raise DocumentError([Problem("", f"expected a mapping with tenant, {', '.join(SECTIONS)}.")])
+    _unknown_keys(raw, ("format", "tenant", *SECTIONS), "", problems)
+    if raw.get("format", FORMAT) != FORMAT:
+        problems.append(Problem("format", f"this ToolHub reads format {FORMAT}, not {raw['format']!r}."))
+    document: dict[str, Any] = {"format": FORMAT, "tenant": raw.get("tenant")}
+    if "tools" in raw and _expect(raw["tools"], dict, "tools", "a mapping of tool name → tool", problems):
+        tools = {str(n): _check_tool(t, f"tools.{n}", problems) for n, t in raw["tools"].items()}
+        document["tools"] = {n: t for n, t in sorted(tools.items()) if t is not None}
+    if "toolsets" in raw and _expect(
+        raw["toolsets"], dict, "toolsets", "a mapping of toolset name → toolset", problems
+    ):
+        toolsets = {str(n): _check_toolset(s, f"toolsets.{n}", problems) for n, s in raw["toolsets"].items()}
+        document["toolsets"] = {n: s for n, s in sorted(toolsets.items()) if s is not None}
+    if "grants" in raw:
+        grants = _check_list(raw["grants"], "grants", ("tool", "agent", "pinned_version"), problems)
+        document["grants"] = [g for g in grants if _check_grant(g, problems)]
+    if "policies" in raw:
+        policies = _check_list(raw["policies"], "policies", ("tool", *POLICY_FIELDS), problems)
+        document["policies"] = [p for p in (_check_policy(e, problems) for e in policies) if p]
+    if problems:
+        raise DocumentError(problems)
+    return document

@@ -1,0 +1,36 @@
+"""`manage.py catalog_export --tenant SLUG [--out FILE]`: the tenant's catalog as YAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.catalog.as_code import document_yaml
+from apps.catalog.selectors import tenant_catalog_snapshot
+from apps.tenancy.selectors import tenant_by_slug
+
+
+class Command(BaseCommand):
+    help = (
+        "Write a tenant's tools (with every version and its status), toolsets and phases, grants "
+        "and policies as YAML, for review in git and `catalog_apply`. Shared tools are named, "
+        "not exported."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", required=True, help="Tenant slug.")
+        parser.add_argument("--out", help="Write to this file instead of stdout.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = tenant_by_slug(slug=options["tenant"])
+        if tenant is None:
+            raise CommandError(f"No tenant with slug {options['tenant']!r}.")
+        document, _ = tenant_catalog_snapshot(tenant=tenant)
+        text = document_yaml(document)
+        if options["out"]:
+            Path(options["out"]).write_text(text, encoding="utf-8")
+            self.stderr.write(f"Wrote the catalog of {tenant.slug} to {options['out']}.")
+        else:
+            self.stdout.write(text, ending="")
