@@ -471,7 +471,7 @@ def main() -> int:
         settle_started = time.monotonic()
         left = settle(settle_started + SETTLE_S)
         # A reconciliation task lost with the killed worker is enqueued again when its
-        # 120 s lease runs out (apps/ledger/tasks.py): settling can take that long.
+        # 120 s lease runs out (apps/gateway/tasks.py): settling can take that long.
         log(f"{left} entries still open after {time.monotonic() - settle_started:.0f} s")
         problems, figures = audit()
         problems += [f"a replay answered differently: {m}" for m in tally.replay_mismatches]

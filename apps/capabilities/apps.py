@@ -7,5 +7,13 @@ class CapabilitiesConfig(AppConfig):
     verbose_name = "Capabilities"
 
     def ready(self) -> None:
-        # Registers the request_capability executor with the gateway's python executor.
-        from . import executors  # noqa: F401
+        # The gateway reports misses through this hook: it may not import this app.
+        from apps.common.capability_hooks import CapabilityRecorder, register_capability_recorder
+
+        from .services import capability_note_unknown_tool, capability_requested
+
+        register_capability_recorder(
+            CapabilityRecorder(
+                unknown_tool_called=capability_note_unknown_tool, capability_requested=capability_requested
+            )
+        )

@@ -14,7 +14,7 @@ import json
 import logging
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
@@ -22,14 +22,9 @@ from django.utils import timezone
 
 from apps.audit.services import audit_record
 from apps.catalog.models import Tool
-from apps.gateway.selectors import agent_catalog
 
 from .models import CapabilityReason, CapabilityRequest, CapabilityStatus
-
-if TYPE_CHECKING:
-    from apps.gateway.contracts import ToolCall
-    from apps.gateway.services import InvokeOptions
-    from apps.tenancy.authentication import AgentPrincipal
+from .selectors import tenant_id_for_slug
 
 logger = logging.getLogger("toolhub.capabilities")
 
@@ -97,41 +92,94 @@ def capability_request_record(
 
 
 def capability_note_unknown_tool(
-    *, principal: AgentPrincipal, options: InvokeOptions, call: ToolCall
+    *,
+    tenant_id: int,
+    agent_name: str,
+    task_id: str,
+    call_id: str,
+    tool: str,
+    toolset: str,
+    phase: str,
+    arguments: Any,
+    elsewhere: bool,
 ) -> None:
-    """Record a call the gateway answered with `unknown_tool` (not on dry runs).
+    """Record a call the gateway answered with `unknown_tool`.
 
-    A name the agent may call elsewhere counts as `outside_toolset` (reason `not_in_phase`),
-    any other as `unknown_tool` (reason `unknown`). Reads the agent's catalog; writes one
+    A name the agent may call elsewhere (`elsewhere`) counts as `outside_toolset` (reason
+    `not_in_phase`), any other as `unknown_tool` (reason `unknown`). Writes one
     CapabilityRequest row. Never raises: a database failure is logged and the call's envelope
     goes out unchanged.
     """
-    if options.dry_run:
-        return
     try:
-        catalog = agent_catalog(
-            tenant_id=principal.tenant_id,
-            agent_id=principal.agent_id,
-            generation=principal.catalog_generation,
-        )
-        elsewhere = call.name in catalog.callable
         capability_request_record(
-            tenant_id=principal.tenant_id,
-            capability=call.name,
+            tenant_id=tenant_id,
+            capability=tool,
             reason=CapabilityReason.NOT_IN_PHASE if elsewhere else CapabilityReason.UNKNOWN,
             sample={
                 "source": SOURCE_OUTSIDE if elsewhere else SOURCE_UNKNOWN,
-                "tool": call.name,
-                "agent": principal.agent_name,
-                "task_id": options.task_id,
-                "call_id": call.call_id,
-                "toolset": options.toolset or "",
-                "phase": options.phase or "",
-                "arguments": call.arguments,
+                "tool": tool,
+                "agent": agent_name,
+                "task_id": task_id,
+                "call_id": call_id,
+                "toolset": toolset,
+                "phase": phase,
+                "arguments": arguments,
             },
         )
     except DatabaseError:
-        logger.exception("could not record the unknown tool %r as a capability request", call.name[:100])
+        logger.exception("could not record the unknown tool %r as a capability request", tool[:100])
+
+
+def capability_requested(
+    *,
+    tenant_slug: str,
+    task_id: str,
+    call_id: str,
+    capability: str,
+    reason: str,
+    example_arguments: str | None,
+) -> dict[str, Any]:
+    """Record a `request_capability` call (the built-in tool's executor hands it over).
+
+    Writes the tenant's CapabilityRequest row (capability_request_record); returns the
+    tool's result: what was recorded and what to tell the user, from the operators' answer.
+    """
+    row = capability_request_record(
+        tenant_id=tenant_id_for_slug(slug=tenant_slug),
+        capability=capability,
+        sample={
+            "source": SOURCE_REQUEST,
+            "capability": capability,
+            "reason": reason,
+            "example_arguments": example_arguments,
+            "task_id": task_id,
+            "call_id": call_id,
+        },
+    )
+    return {
+        "recorded": {"capability": row.name, "status": row.status, "times_requested": row.count},
+        "hint": _hint(row),
+    }
+
+
+def _hint(row: CapabilityRequest) -> str:
+    if row.status == CapabilityStatus.PLANNED:
+        return "The operators already plan to add this. Tell the user it is not available yet."
+    if row.status == CapabilityStatus.FULFILLED and row.fulfilled_by is not None:
+        tool = row.fulfilled_by.name
+        return (
+            f"The operators say the tool {tool} now does this: use {tool} if it is in your tool list; "
+            "otherwise tell the user it is not available to you."
+        )
+    if row.status == CapabilityStatus.DECLINED:
+        return (
+            f"The operators decided not to add this ({row.decline_reason}). Tell the user it cannot "
+            "be done here."
+        )
+    return (
+        "Recorded for the operators. Tell the user this cannot be done here yet and that the need "
+        "was passed on; do not ask for the same capability again in this task."
+    )
 
 
 def capability_request_set_status(

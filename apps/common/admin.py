@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
@@ -27,6 +27,9 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from apps.tenancy.selectors import staff_tenant_id
+
+if TYPE_CHECKING:
+    from django.template.response import _TemplateForResponseT
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ class ExactSearchMixin:
 
     exact_search_fields: tuple[str, ...] = ()
 
-    def get_search_fields(self, request: HttpRequest) -> Sequence[str]:
+    def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
         return self.exact_search_fields
 
     def get_search_results(
@@ -322,7 +325,9 @@ class ObjectButtonsMixin:
     is stored.
     """
 
-    change_form_template = "admin/toolhub/change_form_with_buttons.html"
+    change_form_template: ClassVar[_TemplateForResponseT | None] = (
+        "admin/toolhub/change_form_with_buttons.html"
+    )
 
     def object_buttons(self, request: HttpRequest, obj: Any) -> list[ObjectButton]:
         return []

@@ -5,3 +5,19 @@ class GatewayConfig(AppConfig):
     name = "apps.gateway"
     label = "gateway"
     verbose_name = "Gateway"
+
+    def ready(self) -> None:
+        # The ledger's admin approves and reconciles entries; only the gateway executes them,
+        # and the ledger may not import it (apps/ledger/execution_hooks.py).
+        from apps.ledger.execution_hooks import EntryExecution, register_entry_execution
+
+        from .reconciliation import entry_arguments_hash, ledger_reconcile_entry
+        from .tasks import enqueue_entry
+
+        register_entry_execution(
+            EntryExecution(
+                enqueue=enqueue_entry,
+                reconcile=lambda entry_id, actor: ledger_reconcile_entry(entry_id=entry_id, actor=actor),
+                arguments_hash=entry_arguments_hash,
+            )
+        )

@@ -12,11 +12,15 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.sessions import SessionClaims
 
 if TYPE_CHECKING:
     from apps.catalog.models import ToolVersion
     from apps.tenancy.models import TenantPolicy
+
+# The built-in way out every agent sees in every toolset and phase (principle 16).
+REQUEST_CAPABILITY = "request_capability"
 
 
 def _frozen(value: Any) -> Any:
@@ -35,6 +39,18 @@ def thaw(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [thaw(v) for v in value]
     return value
+
+
+@dataclass(frozen=True)
+class InvokeOptions:
+    """What the request says about every call in it."""
+
+    task_id: str
+    toolset: str | None = None
+    phase: str | None = None
+    dry_run: bool = False
+    # How long the client waits for a slow call before taking `accepted` (0: run it in the request).
+    wait_s: float = 0
 
 
 @dataclass(frozen=True)
@@ -173,3 +189,93 @@ class PreparedCall:
     # This call id with these arguments already passed validation in this task: a retry,
     # which the ledger most likely answers from an existing entry.
     seen_before: bool = False
+    # The tenant's narrowing of limits for this tool.
+    policy: PolicySpec = field(default_factory=PolicySpec)
+
+
+@dataclass(frozen=True)
+class TaskSighting:
+    """What the task's counters say about a call before it runs (read by the gateway)."""
+
+    # The first time this call id with these arguments reached the guards (a retry is not).
+    first_sight: bool
+    history: TaskHistory
+    # The agent's calls of the tool this minute, this one included (0 in a dry run).
+    calls_in_window: int
+    retry_after_s: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A call after execution, before shaping: a raw result, or a finished envelope."""
+
+    call: ToolCall
+    version: VersionSpec | None = None
+    result: Any = None
+    envelope: dict[str, Any] | None = None
+    execution_id: str | None = None
+    cached: bool = False
+
+    @property
+    def has_result(self) -> bool:
+        return self.envelope is None
+
+
+@dataclass(frozen=True)
+class ToolPlace:
+    """A toolset and phase where the agent may call a tool ("" phase: the toolset as a whole)."""
+
+    toolset: str
+    phase: str
+
+    def __str__(self) -> str:
+        return f"phase {self.phase} of toolset {self.toolset}" if self.phase else f"toolset {self.toolset}"
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"toolset": self.toolset, "phase": self.phase or None}
+
+
+@dataclass(frozen=True)
+class AgentCatalog:
+    """Everything one agent may call, and why it may not call the rest (loaded by selectors)."""
+
+    callable: dict[str, VersionSpec] = field(default_factory=dict)
+    # Tools the tenant can see but this agent may not call now, with the reason.
+    refused: dict[str, ForbiddenError | UnavailableError] = field(default_factory=dict)
+    # toolset → phase ("" for the whole toolset) → tool names
+    toolsets: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
+    policies: dict[int | None, PolicySpec] = field(default_factory=dict)
+
+    def visible(self, toolset: str | None, phase: str | None) -> dict[str, VersionSpec]:
+        """The callable tools, narrowed to a toolset and phase when given (request_capability
+        is in every one)."""
+        if not toolset:
+            return self.callable
+        names = self.toolsets.get(toolset, {}).get(phase or "", frozenset())
+        return {
+            name: spec for name, spec in self.callable.items() if name in names or name == REQUEST_CAPABILITY
+        }
+
+    def places_of(self, name: str, *, toolset: str | None) -> tuple[ToolPlace, ...]:
+        """Where this agent may call `name`: the phases holding it (a toolset as a whole
+        when none of its phases does), those of `toolset` first."""
+        places = []
+        for set_name, phases in self.toolsets.items():
+            named = [ToolPlace(set_name, p) for p, names in phases.items() if p and name in names]
+            if not named and name in phases.get("", ()):
+                named = [ToolPlace(set_name, "")]
+            places += named
+        return tuple(sorted(places, key=lambda p: (p.toolset != toolset, p.toolset, p.phase)))
+
+    @property
+    def prerequisites(self) -> frozenset[str]:
+        """Tools some callable tool requires earlier in a task: their success is remembered."""
+        return frozenset(
+            rule["tool"]
+            for spec in self.callable.values()
+            for rule in spec.rules
+            if rule.get("type") == "requires_earlier_call"
+        )
+
+    def policy_for(self, tool_id: int) -> PolicySpec:
+        return self.policies.get(tool_id) or self.policies.get(None) or PolicySpec()

@@ -9,14 +9,13 @@ trip (see_call); a refused one a second (forget_call).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.cache import cache
 
 from apps.common.cache import CacheBatch
 
-from .contracts import PreparedCall, TaskHistory
+from .contracts import PreparedCall, TaskHistory, TaskSighting
 from .pipeline.rules import HistoryNeeds
 
 _DAY_S = 86_400
@@ -48,18 +47,6 @@ def _seen_key(tenant_id: int, task_id: str, call: PreparedCall) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Sighting:
-    """What the guards need to know about a call before it runs."""
-
-    # The first time this call id with these arguments reached the guards (a retry is not).
-    first_sight: bool
-    history: TaskHistory
-    # The agent's calls of the tool this minute, this one included (0 in a dry run).
-    calls_in_window: int
-    retry_after_s: float
-
-
 def see_call(
     *,
     tenant_id: int,
@@ -70,7 +57,7 @@ def see_call(
     required_tools: Iterable[str],
     now: datetime,
     dry_run: bool,
-) -> Sighting:
+) -> TaskSighting:
     """Claim the call id, read the task's history and count the call: one round trip.
 
     The claim is atomic (add), so of concurrent duplicates exactly one is first. Only a
@@ -99,7 +86,7 @@ def see_call(
     def counted(name: str) -> int:
         return int(found.get(counters[name][0], 0)) if name in counters else 0
 
-    return Sighting(
+    return TaskSighting(
         first_sight=seen_key not in results[claim] if dry_run else results[claim],
         history=TaskHistory(
             calls_of_tool_in_task=counted("task"),

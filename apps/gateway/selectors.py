@@ -8,65 +8,18 @@ a grant change is seen on the next request.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 
 from django.db.models import F, Q
 
-from apps.capabilities.builtin import REQUEST_CAPABILITY_SPEC
 from apps.catalog.cache import catalog_generation
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
-from apps.common.errors import ForbiddenError, InvalidArgsError, UnavailableError
-from apps.gateway.pipeline.resolve import REQUEST_CAPABILITY, ToolPlace, unknown_tool_error
+from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.models import Grant, TenantPolicy
 
-from .contracts import PolicySpec, VersionSpec
-
-
-@dataclass(frozen=True)
-class AgentCatalog:
-    """Everything one agent may call, and why it may not call the rest."""
-
-    callable: dict[str, VersionSpec] = field(default_factory=dict)
-    # Tools the tenant can see but this agent may not call now, with the reason.
-    refused: dict[str, ForbiddenError | UnavailableError] = field(default_factory=dict)
-    # toolset → phase ("" for the whole toolset) → tool names
-    toolsets: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
-    policies: dict[int | None, PolicySpec] = field(default_factory=dict)
-
-    def visible(self, toolset: str | None, phase: str | None) -> dict[str, VersionSpec]:
-        """The callable tools, narrowed to a toolset and phase when given (request_capability
-        is in every one)."""
-        if not toolset:
-            return self.callable
-        names = self.toolsets.get(toolset, {}).get(phase or "", frozenset())
-        return {
-            name: spec for name, spec in self.callable.items() if name in names or name == REQUEST_CAPABILITY
-        }
-
-    def places_of(self, name: str, *, toolset: str | None) -> tuple[ToolPlace, ...]:
-        """Where this agent may call `name`: the phases holding it (a toolset as a whole
-        when none of its phases does), those of `toolset` first."""
-        places = []
-        for set_name, phases in self.toolsets.items():
-            named = [ToolPlace(set_name, p) for p, names in phases.items() if p and name in names]
-            if not named and name in phases.get("", ()):
-                named = [ToolPlace(set_name, "")]
-            places += named
-        return tuple(sorted(places, key=lambda p: (p.toolset != toolset, p.toolset, p.phase)))
-
-    @property
-    def prerequisites(self) -> frozenset[str]:
-        """Tools some callable tool requires earlier in a task: their success is remembered."""
-        return frozenset(
-            rule["tool"]
-            for spec in self.callable.values()
-            for rule in spec.rules
-            if rule.get("type") == "requires_earlier_call"
-        )
-
-    def policy_for(self, tool_id: int) -> PolicySpec:
-        return self.policies.get(tool_id) or self.policies.get(None) or PolicySpec()
-
+from .contracts import REQUEST_CAPABILITY, AgentCatalog, PolicySpec, VersionSpec
+from .pipeline.tool_lookup import check_toolset
+from .pipeline.tool_lookup import resolve_tool as resolve_tool  # the dry-run console resolves names too
+from .request_capability import REQUEST_CAPABILITY_SPEC
 
 _MEMO: dict[tuple[int, int, int], AgentCatalog] = {}
 _MEMO_LOCK = threading.Lock()
@@ -159,45 +112,11 @@ def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
     return UnavailableError(f"The tool {tool.name} is unavailable: {state}.", hint=hint)
 
 
-def resolve_tool(*, catalog: AgentCatalog, name: str, toolset: str | None, phase: str | None) -> VersionSpec:
-    """The version the agent calls under `name` now; raises the error the model should see."""
-    _check_toolset(catalog, toolset, phase)
-    visible = catalog.visible(toolset, phase)
-    spec = visible.get(name)
-    if spec is not None:
-        return spec
-    if name not in catalog.callable and name in catalog.refused:
-        raise catalog.refused[name]
-    raise unknown_tool_error(
-        name,
-        [(s.tool_name, s.description) for s in visible.values()],
-        elsewhere=catalog.places_of(name, toolset=toolset) if name in catalog.callable else (),
-    )
-
-
 def visible_tools(
     *, tenant_id: int, agent_id: int, toolset: str | None, phase: str | None
 ) -> dict[str, VersionSpec]:
     """What this agent may call now in this toolset and phase; raises InvalidArgsError for an
     unknown toolset or phase."""
     catalog = agent_catalog(tenant_id=tenant_id, agent_id=agent_id)
-    _check_toolset(catalog, toolset, phase)
+    check_toolset(catalog, toolset, phase)
     return catalog.visible(toolset, phase)
-
-
-def _check_toolset(catalog: AgentCatalog, toolset: str | None, phase: str | None) -> None:
-    if phase and not toolset:
-        raise InvalidArgsError(
-            "A phase was given without its toolset.", hint="Send toolset together with phase."
-        )
-    if toolset and toolset not in catalog.toolsets:
-        raise InvalidArgsError(
-            f"There is no toolset named {toolset!r}.",
-            hint=f"Known toolsets: {', '.join(sorted(catalog.toolsets)) or 'none'}.",
-        )
-    if toolset and phase and phase not in catalog.toolsets[toolset]:
-        phases = sorted(p for p in catalog.toolsets[toolset] if p)
-        raise InvalidArgsError(
-            f"The toolset {toolset!r} has no phase {phase!r}.",
-            hint=f"Its phases: {', '.join(phases) or 'none'}.",
-        )

@@ -1,10 +1,22 @@
-"""Celery tasks of the gateway. Thin: ids in, one service call."""
+"""Celery tasks that execute: ledger entries, and the beat jobs that find out what became of
+uncertain ones. Thin: ids in, re-read state, one service call.
+
+The beat jobs keep their `ledger.*` names (toolhub/celery.py schedules them by name): they
+act on the ledger, but only the gateway may run executors, so they live here.
+"""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from .services import execute_async_entry
+from apps.ledger.reconciliation import entries_due_for_reconciliation, ledger_hold_due_checks, ledger_sweep
+
+from .execution import execute_async_entry
+from .reconciliation import ledger_reconcile_entry
+
+# Seconds a due entry is held back once its reconciliation is enqueued, so the next beat
+# does not enqueue it again while the first task is still waiting in the queue.
+_RECONCILE_LEASE_S = 120
 
 
 # The hard limit stays above the longest tool timeout (ToolVersion.timeout_s ≤ 600 s), so an
@@ -19,3 +31,43 @@ from .services import execute_async_entry
 )
 def execute_entry_task(entry_id: str) -> None:
     execute_async_entry(entry_id=entry_id)
+
+
+def enqueue_entry(entry_id: str) -> None:
+    """Hand an `intent` entry to the workers (raises kombu's OperationalError when the broker
+    is unreachable)."""
+    execute_entry_task.delay(entry_id)
+
+
+@shared_task(name="ledger.sweep", acks_late=True, ignore_result=True, soft_time_limit=100, time_limit=120)
+def ledger_sweep_task() -> dict[str, int]:
+    report = ledger_sweep()
+    for entry_id in report.to_enqueue:
+        enqueue_entry(str(entry_id))
+    return {
+        "marked_unknown": len(report.marked_unknown),
+        "enqueued": len(report.to_enqueue),
+        "approvals_expired": len(report.approvals_expired),
+    }
+
+
+@shared_task(
+    name="ledger.reconcile_due", acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60
+)
+def ledger_reconcile_due_task() -> int:
+    due = entries_due_for_reconciliation()
+    ledger_hold_due_checks(entry_ids=due, for_s=_RECONCILE_LEASE_S)
+    for entry_id in due:
+        ledger_reconcile_entry_task.delay(str(entry_id))
+    return len(due)
+
+
+@shared_task(
+    name="ledger.reconcile_entry",
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=100,
+    time_limit=120,
+)
+def ledger_reconcile_entry_task(entry_id: str) -> str:
+    return ledger_reconcile_entry(entry_id=entry_id)

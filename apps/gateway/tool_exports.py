@@ -12,7 +12,7 @@ import threading
 
 from apps.catalog.cache import catalog_generation
 from apps.catalog.exports import ToolExport, export_tools
-from apps.gateway.pipeline.resolve import REQUEST_CAPABILITY
+from apps.gateway.contracts import REQUEST_CAPABILITY
 
 from .selectors import visible_tools
 

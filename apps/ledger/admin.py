@@ -162,11 +162,13 @@ class TriageEntryAdmin(ObjectButtonsMixin, LedgerAdminBase):
               "result_json", "error_json", "invocations_link")
     readonly_fields = fields
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         title = "Triage queue: unknown outcomes reconciliation could not settle, oldest first"
         return super().changelist_view(request, {"title": title, **(extra_context or {})})
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LedgerEntry]:
         return restrict_to_scope(
             triage_queue().select_related(*self.list_select_related).prefetch_related("reconcile_attempts"),
             admin_scope(request), tenant_path="tenant",
@@ -294,7 +296,7 @@ class PendingApprovalAdmin(ObjectButtonsMixin, ApprovalAdminBase):
               "expires_in", "decided_by", "decided_at", "note")
     readonly_fields = fields
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
         return restrict_to_scope(approvals_pending().select_related(*self.list_select_related),
                                  admin_scope(request), tenant_path="tenant")
 

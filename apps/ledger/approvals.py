@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from apps.audit.services import audit_record
 from apps.common.errors import ForbiddenError
-from apps.gateway.contracts import VersionSpec
-from apps.gateway.pipeline.normalize import args_hash
 
+from .execution_hooks import entry_execution
+from .lock_objects import approval_for_update
 from .models import Approval, ApprovalStatus, LedgerState
 from .services import ledger_fail_intent
 
@@ -20,12 +20,17 @@ class ApprovalRefused(Exception):
 
 
 def _still_bound(approval: Approval) -> bool:
-    """The call about to run is exactly the one approved: same version, same arguments."""
+    """The call about to run is exactly the one approved: same version, same arguments.
+
+    The stored hashes must agree, and the stored arguments must still hash to them: a
+    changed arguments column would otherwise run something nobody approved.
+    """
     entry = approval.entry
-    if entry.version_id != approval.version_id:
-        return False
-    spec = VersionSpec.from_model(entry.version)
-    return args_hash(entry.arguments, spec) == approval.args_hash == entry.args_hash
+    return (
+        entry.version_id == approval.version_id
+        and entry.args_hash == approval.args_hash
+        and entry_execution().arguments_hash(entry) == entry.args_hash
+    )
 
 
 def approval_decide(*, approval: Approval, approve: bool, actor: str, note: str) -> Approval:
@@ -36,17 +41,11 @@ def approval_decide(*, approval: Approval, approve: bool, actor: str, note: str)
     without a note, ApprovalRefused when the approval is no longer pending or its call no
     longer matches what was asked for.
     """
-    from apps.gateway.tasks import execute_entry_task
-
     if not note.strip():
         raise ValidationError("Say why: a note is required to approve or reject.")
     now = timezone.now()
     with transaction.atomic():
-        locked = (
-            Approval.objects.select_for_update()
-            .select_related("entry__version", "entry__tool")
-            .get(pk=approval.pk)
-        )
+        locked = approval_for_update(pk=approval.pk)
         if locked.status != ApprovalStatus.PENDING or locked.entry.state != LedgerState.INTENT:
             raise ApprovalRefused(f"This approval is already {locked.status}.")
         if locked.expires_at <= now:
@@ -57,8 +56,8 @@ def approval_decide(*, approval: Approval, approve: bool, actor: str, note: str)
         locked.decided_by, locked.decided_at, locked.note = actor, now, note.strip()
         locked.save(update_fields=["status", "decided_by", "decided_at", "note"])
         if approve:
-            entry_id = str(locked.entry_id)
-            transaction.on_commit(lambda: execute_entry_task.delay(entry_id))
+            entry_id, enqueue = str(locked.entry_id), entry_execution().enqueue
+            transaction.on_commit(lambda: enqueue(entry_id))
         else:
             error = ForbiddenError(
                 "An operator rejected this call, so it was not run.",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import LedgerEntry
+from .models import Approval
 
 
-def ledger_entry_for_update(*, pk: Any) -> LedgerEntry:
-    """The entry, locked until the surrounding transaction ends. Call inside atomic()."""
-    return LedgerEntry.objects.select_for_update().get(pk=pk)
+def approval_for_update(*, pk: Any) -> Approval:
+    """The approval with its entry, version and tool, locked until the surrounding transaction
+    ends. Call inside atomic()."""
+    return Approval.objects.select_for_update().select_related("entry__version", "entry__tool").get(pk=pk)

@@ -1,13 +1,14 @@
-"""Finding out what really happened to uncertain executions.
+"""Recording what is found out about uncertain executions.
 
-The sweeper turns executions that outlived their timeout into `unknown` and re-enqueues
-async ones no worker ever claimed; the reconciler asks each `unknown` entry's executor
-hook, with backoff, and hands what it cannot settle to the triage queue.
+The sweeper turns executions that outlived their timeout into `unknown` and names the async
+ones no worker ever claimed; the gateway enqueues those again, asks each due `unknown`
+entry's executor hook, and hands the answer here: recorded with backoff, and what cannot be
+settled goes to the triage queue.
 """
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,14 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.common.errors import ForbiddenError, UpstreamError
-from apps.gateway.executors import reconcile
-from apps.gateway.executors.base import ExecutionRequest, ReconcileAnswer
 
 from .models import Approval, ApprovalStatus, LedgerEntry, LedgerState, ReconcileAttempt
 from .services import ledger_fail_intent, ledger_mark_unknown, reconcile_backoff_s
 from .states import TransitionRefused, transition
-
-logger = logging.getLogger("toolhub.ledger")
 
 SWEEPER = "sweeper"
 RECONCILER = "reconciler"
@@ -34,27 +31,10 @@ UNCLAIMED_AFTER_S = 30
 _BATCH = 500
 
 
-def execution_request_for(entry: LedgerEntry) -> ExecutionRequest:
-    """What the executor is (or was) asked, rebuilt from the ledger row alone."""
-    version = entry.version
-    return ExecutionRequest(
-        tenant_slug=entry.tenant.slug,
-        task_id=entry.task_id,
-        call_id=entry.call_id,
-        tool_name=entry.tool.name,
-        version_number=version.number,
-        arguments=entry.arguments,
-        timeout_s=version.timeout_s,
-        config=version.executor_config,
-        subject=entry.subject,
-        idempotency_key=entry.key,
-        platform_owned=entry.tool.tenant_id is None,
-    )
-
-
 @dataclass
 class SweepReport:
     marked_unknown: list[Any] = field(default_factory=list)
+    # Async intents no worker claimed: whoever runs the sweep enqueues them again.
     to_enqueue: list[Any] = field(default_factory=list)
     approvals_expired: list[Any] = field(default_factory=list)
 
@@ -127,41 +107,51 @@ def entries_due_for_reconciliation(*, now: datetime | None = None) -> list[Any]:
     )
 
 
-def ledger_reconcile_entry(*, entry_id: Any, actor: str = RECONCILER) -> str:
-    """Ask the executor's reconcile hook about one unknown entry and act on the answer.
+def ledger_hold_due_checks(*, entry_ids: Sequence[Any], for_s: float) -> None:
+    """Hold due entries back `for_s` seconds once their reconciliation is enqueued, so the next
+    beat does not enqueue them again while the first task still waits in the queue."""
+    if entry_ids:
+        held_until = timezone.now() + timedelta(seconds=for_s)
+        LedgerEntry.objects.filter(pk__in=entry_ids).update(next_check_at=held_until)
+
+
+def ledger_record_reconcile_answer(
+    *,
+    entry: LedgerEntry,
+    actor: str,
+    found: bool | None,
+    result: Any = None,
+    note: str = "",
+    retry: bool = True,
+) -> str:
+    """Record what an unknown entry's reconcile hook answered, and act on it.
 
     Found → committed with the real result; certainly absent → failed; unclear → try again
-    after the next backoff step, or put it in the triage queue after the last.
-    Returns the entry's state afterwards. Safe to run twice: a settled entry is left alone.
+    after the next backoff step, or put it in the triage queue after the last (at once when
+    `retry` is False: asking again cannot help). Writes a ReconcileAttempt and, when the
+    answer is definite, the transition. Returns the entry's state afterwards; an entry
+    settled meanwhile is left alone.
     """
-    entry = LedgerEntry.objects.select_related("version", "tool", "tenant").get(pk=entry_id)
-    if entry.state != LedgerState.UNKNOWN:
-        return entry.state
-    try:
-        answer = reconcile(entry.version.executor, execution_request_for(entry))
-    except Exception as exc:  # noqa: BLE001 - a broken hook is an unclear answer, not a crash
-        logger.exception("reconcile hook of %s failed", entry.tool.name)
-        answer = ReconcileAnswer(found=None, note=f"the reconcile hook failed: {type(exc).__name__}")
     ReconcileAttempt.objects.create(
         entry=entry,
         actor=actor,
-        note=answer.note[:2000],
-        answer={True: "found", False: "absent", None: "unclear"}[answer.found],
+        note=note[:2000],
+        answer={True: "found", False: "absent", None: "unclear"}[found],
     )
     try:
-        if answer.found is True:
+        if found is True:
             transition(
                 entry_id=entry.pk,
                 from_state=LedgerState.UNKNOWN,
                 to_state=LedgerState.COMMITTED,
                 actor=actor,
-                note=answer.note,
-                result=answer.result,
+                note=note,
+                result=result,
                 next_check_at=None,
                 triage_since=None,
             )
             return LedgerState.COMMITTED
-        if answer.found is False:
+        if found is False:
             error = UpstreamError(
                 f"{entry.tool.name} was checked with the external system: the call was not applied.",
                 hint="Nothing happened. If the user still wants it, make the call again with a new call id.",
@@ -171,7 +161,7 @@ def ledger_reconcile_entry(*, entry_id: Any, actor: str = RECONCILER) -> str:
                 from_state=LedgerState.UNKNOWN,
                 to_state=LedgerState.FAILED,
                 actor=actor,
-                note=answer.note,
+                note=note,
                 error=error,
                 next_check_at=None,
                 triage_since=None,
@@ -179,8 +169,8 @@ def ledger_reconcile_entry(*, entry_id: Any, actor: str = RECONCILER) -> str:
             return LedgerState.FAILED
     except TransitionRefused:
         entry.refresh_from_db()
-        return entry.state
-    _schedule_next_check(entry, give_up=not answer.retry)
+        return str(entry.state)
+    _schedule_next_check(entry, give_up=not retry)
     return LedgerState.UNKNOWN
 
 

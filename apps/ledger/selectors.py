@@ -14,7 +14,7 @@ def ledger_entry_for_call(*, tenant_id: int, task_id: str, call_id: str) -> Ledg
     """The entry recorded for this call id of this task, if any.
 
     Written as SQL because this lookup is most of the work of a replay: building the query
-    through the ORM doubled its cost (0.7 ms against 0.35 ms here, docs/performance.md).
+    through the ORM doubled its cost (docs/performance.md).
     """
     entries = LedgerEntry.objects.raw(
         "SELECT * FROM ledger_ledgerentry WHERE tenant_id = %s AND task_id = %s AND call_id = %s",
@@ -38,3 +38,20 @@ def triage_queue() -> QuerySet[LedgerEntry]:
 def approvals_pending() -> QuerySet[Approval]:
     """Approvals still waiting for a decision (all tenants), the soonest to expire first."""
     return Approval.objects.filter(status=ApprovalStatus.PENDING).order_by("expires_at")
+
+
+def ledger_entry_to_run(*, pk: Any) -> LedgerEntry | None:
+    """An entry with its version, tool and tenant, to execute or reconcile it (any tenant:
+    workers and operators act on the ledger as a whole)."""
+    return LedgerEntry.objects.select_related("version__tool", "tenant", "tool").filter(pk=pk).first()
+
+
+def approval_status_of(*, entry_id: Any) -> str | None:
+    """The status of the approval gating this entry; None when the entry needs none."""
+    status: str | None = Approval.objects.filter(entry_id=entry_id).values_list("status", flat=True).first()
+    return status
+
+
+def approval_is_pending(*, entry_id: Any) -> bool:
+    """The entry waits for an operator's decision."""
+    return Approval.objects.filter(entry_id=entry_id, status=ApprovalStatus.PENDING).exists()

@@ -11,8 +11,8 @@ from django.db import transaction
 
 from apps.audit.services import audit_record
 
+from .execution_hooks import entry_execution
 from .models import LedgerEntry
-from .reconciliation import ledger_reconcile_entry
 
 
 def ledger_reconcile_now(*, entry: LedgerEntry, actor: str, note: str) -> str:
@@ -29,4 +29,4 @@ def ledger_reconcile_now(*, entry: LedgerEntry, actor: str, note: str) -> str:
             tenant_id=entry.tenant_id, actor=actor, action="ledger.reconcile_now", target=entry,
             note=note.strip(),
         )
-    return ledger_reconcile_entry(entry_id=entry.pk, actor=actor)
+    return entry_execution().reconcile(str(entry.pk), actor)

@@ -19,11 +19,11 @@ from django.utils import timezone
 from apps.catalog.models import ToolVersion
 from apps.demo_shop.models import DemoOrder, DemoRefund
 from apps.demo_shop.services import set_status_endpoint_down
+from apps.gateway.tasks import ledger_reconcile_due_task, ledger_sweep_task
 from apps.ledger.approvals import ApprovalRefused, approval_decide
 from apps.ledger.models import Approval, LedgerEntry, LedgerState
 from apps.ledger.reconciliation import ledger_sweep
 from apps.ledger.services import IntentSpec, ledger_open_intent
-from apps.ledger.tasks import ledger_reconcile_due_task, ledger_sweep_task
 from apps.tenancy.models import Agent, Tenant
 from tests.e2e.conftest import wait_for
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from apps.gateway.envelopes import json_size
-from apps.gateway.services import MIN_ALLOWANCE_CHARS, allot_budget
+from apps.gateway.replies import MIN_ALLOWANCE_CHARS, allot_budget
 from tests.gateway.callables import TIMELINE
 
 TIMED_SCHEMA = {

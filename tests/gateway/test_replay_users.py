@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from apps.gateway.services import execute_async_entry
+from apps.gateway.execution import execute_async_entry
 from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.services import agent_key_issue
 from tests.gateway.callables import RUNS

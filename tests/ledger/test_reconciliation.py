@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from apps.audit.models import AuditEvent
 from apps.gateway.executors.base import ReconcileAnswer
+from apps.gateway.reconciliation import ledger_reconcile_entry
 from apps.ledger.models import LedgerEntry, LedgerState
-from apps.ledger.reconciliation import entries_due_for_reconciliation, ledger_reconcile_entry, ledger_sweep
+from apps.ledger.reconciliation import entries_due_for_reconciliation, ledger_sweep
 from apps.ledger.services import ledger_settle
 from apps.ledger.states import TransitionRefused
 from tests.gateway.callables import RECONCILE_ANSWERS, RUNS

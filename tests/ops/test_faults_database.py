@@ -141,7 +141,8 @@ def _settle_like_beat(server: Server, database_url: str) -> None:
     script = """
 import time
 from apps.ledger.models import LedgerEntry
-from apps.ledger.reconciliation import entries_due_for_reconciliation, ledger_reconcile_entry, ledger_sweep
+from apps.gateway.reconciliation import ledger_reconcile_entry
+from apps.ledger.reconciliation import entries_due_for_reconciliation, ledger_sweep
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline and LedgerEntry.objects.filter(
     state__in=["intent", "unknown"], triage_since__isnull=True

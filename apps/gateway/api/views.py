@@ -12,7 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.gateway.contracts import ToolCall
-from apps.gateway.services import InvokeOptions, execution_envelope, invoke_calls, invoke_one
+from apps.gateway.replies import execution_envelope
+from apps.gateway.services import InvokeOptions, invoke_calls, invoke_one
 from apps.ledger.selectors import ledger_entry_get
 from apps.tenancy.sessions import SESSION_HEADER
 

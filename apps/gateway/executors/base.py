@@ -99,7 +99,3 @@ def get_tool_callable(name: str) -> ToolCallable | None:
 
 def get_reconcile_callable(name: str) -> ReconcileCallable | None:
     return _RECONCILERS.get(name)
-
-
-def registered_callable_names() -> list[str]:
-    return sorted(_CALLABLES)

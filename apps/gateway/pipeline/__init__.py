@@ -1,7 +1,8 @@
-"""The validation layer: pure stages, one module each, run in this order by the gateway.
+"""The validation layer: pure stages, one module each, in the order validate.py declares.
 
-parse → normalize → schema → authorize (bindings, then the arguments' hash) → rules
-(argument rules, then state rules) → guards (loop, rate). `resolve` explains unknown tools.
-Each stage takes frozen inputs and returns the next value or raises a typed error from
-apps.common.errors.
+tool_lookup → parse → (optional nulls dropped) → normalize → schema → authorize (bindings,
+then the arguments' hash) → rules (argument rules; state rules once the gateway has read the
+task's counters) → guards (loop, rate). `unknown_tool` words the error for a tool the agent
+cannot see; `plan` decides how a validated call runs. Each stage takes frozen inputs and
+returns the next value or raises a typed error from apps.common.errors.
 """

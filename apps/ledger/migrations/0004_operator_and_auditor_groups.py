@@ -6,6 +6,8 @@ here first so that the groups get them on a fresh database too.
 
 from django.contrib.auth.management import create_permissions
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 VIEW = [
     ("ledger", "view_ledgerentry"),
@@ -22,9 +24,11 @@ GROUPS = {
 }
 
 
-def create_groups(apps, schema_editor):
+def create_groups(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
+        # create_permissions skips an app without a models module, as every app of a migration
+        # state is: any true value lets it through.
+        app_config.models_module = True  # type: ignore[assignment]
         create_permissions(app_config, verbosity=0, apps=apps)
         app_config.models_module = None
     Group = apps.get_model("auth", "Group")
@@ -37,7 +41,7 @@ def create_groups(apps, schema_editor):
         group.permissions.set(permissions)
 
 
-def remove_groups(apps, schema_editor):
+def remove_groups(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     apps.get_model("auth", "Group").objects.filter(name__in=GROUPS).delete()
 
 

@@ -1,17 +1,22 @@
-"""Naming what to call instead when a model asks for a tool it cannot see."""
+"""The `unknown_tool` error: what to call instead when a model asks for a tool it cannot see.
+
+Its hint names the closest visible tools, or the toolsets and phases that offer the tool
+when the agent may call it elsewhere, and always the way out (`request_capability`).
+"""
 
 from __future__ import annotations
 
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from apps.common.errors import UnknownToolError
+from apps.gateway.contracts import REQUEST_CAPABILITY, ToolPlace
 
 from .text import clip, join_names
 
-REQUEST_CAPABILITY = "request_capability"
+__all__ = ["ToolPlace", "closest_tools", "unknown_tool_error"]
+
 MAX_SUGGESTIONS = 3
 MAX_NAME_COMPARED = 128
 _MIN_NAME_SIMILARITY = 0.55
@@ -42,23 +47,9 @@ _STOP_WORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class ToolPlace:
-    """A toolset and phase where the agent may call a tool ("" phase: the toolset as a whole)."""
-
-    toolset: str
-    phase: str
-
-    def __str__(self) -> str:
-        return f"phase {self.phase} of toolset {self.toolset}" if self.phase else f"toolset {self.toolset}"
-
-    def as_dict(self) -> dict[str, str | None]:
-        return {"toolset": self.toolset, "phase": self.phase or None}
-
-
 def _words(text: str) -> set[str]:
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    words = set()
+    words: set[str] = set()
     for word in re.findall(r"[a-z0-9]+", spaced.lower()):
         if len(word) >= 3 and word not in _STOP_WORDS:
             # Crude singular form, so "orders" meets "order".
@@ -71,7 +62,7 @@ def closest_tools(name: str, visible: Sequence[tuple[str, str]], limit: int = MA
     # Tool names are at most 64 characters; a longer request cannot be close by spelling.
     name = name[:MAX_NAME_COMPARED].lower()
     wanted = _words(name)
-    scored = []
+    scored: list[tuple[float, str]] = []
     for tool, description in visible:
         if tool == REQUEST_CAPABILITY:
             continue

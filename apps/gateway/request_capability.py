@@ -1,16 +1,20 @@
 """`request_capability`: the built-in tool every agent can call in every toolset and phase.
 
 A model that lacks a tool should say so instead of inventing one or giving up silently
-(principle 16). This is the tool's definition; its executor is in executors.py. It is not
-a catalog row: the gateway's catalog adds this spec for every agent.
+(principle 16). It is not a catalog row: the gateway's catalog adds this spec for every
+agent, and its python executor hands the request to the capability recorder
+(apps/common/capability_hooks.py), which the capabilities app registers.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
-from apps.gateway.contracts import VersionSpec
-from apps.gateway.pipeline.resolve import REQUEST_CAPABILITY
+from apps.common.capability_hooks import capability_recorder
+
+from .contracts import REQUEST_CAPABILITY, VersionSpec
+from .executors.base import ExecutionRequest, tool_callable
 
 REQUEST_CAPABILITY_CALLABLE = "toolhub.request_capability"
 
@@ -72,3 +76,16 @@ REQUEST_CAPABILITY_SPEC = VersionSpec(
     loop_limit=3,
     revision="builtin:request_capability:1",
 )
+
+
+@tool_callable(REQUEST_CAPABILITY_CALLABLE)
+def request_capability(request: ExecutionRequest) -> dict[str, Any]:
+    arguments = request.arguments
+    return capability_recorder().capability_requested(
+        tenant_slug=request.tenant_slug,
+        task_id=request.task_id,
+        call_id=request.call_id,
+        capability=arguments["capability"],
+        reason=arguments["reason"],
+        example_arguments=arguments.get("example_arguments"),
+    )

@@ -1,4 +1,4 @@
-from apps.gateway.pipeline.resolve import ToolPlace, unknown_tool_error
+from apps.gateway.pipeline.unknown_tool import ToolPlace, unknown_tool_error
 
 from .conftest import assert_actionable
 

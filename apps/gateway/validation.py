@@ -1,0 +1,78 @@
+"""Prepare a call: the validation layer around the pure pipeline, with the task's counters.
+
+Loads what the pure stages take (the agent's catalog, memoized per catalog generation; the
+call's context), runs `pipeline.validate_call`, reads the task's counters (one cache round
+trip), then `pipeline.admit_call`; a refusal after the counters were touched undoes them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+
+from apps.common.errors import ToolHubError
+from apps.tenancy.authentication import AgentPrincipal
+from apps.tenancy.sessions import SessionClaims
+
+from . import counters, metrics
+from .contracts import CallContext, InvokeOptions, PreparedCall, ToolCall
+from .pipeline.rules import history_needed
+from .pipeline.validate import admit_call, validate_call
+from .selectors import agent_catalog
+
+
+@metrics.timed(metrics.VALIDATION)
+def prepare_call(
+    *,
+    principal: AgentPrincipal,
+    session: SessionClaims | None,
+    options: InvokeOptions,
+    call: ToolCall,
+    now: datetime,
+) -> PreparedCall:
+    """Every check that can refuse a call before anything runs.
+
+    Reads only the catalog (memoized) and the task counters; raises the ToolHubError the
+    model should see. Counts the call for loop, budget and quota checks unless dry_run.
+    """
+    catalog = agent_catalog(
+        tenant_id=principal.tenant_id, agent_id=principal.agent_id, generation=principal.catalog_generation
+    )
+    context = CallContext(
+        tenant_id=principal.tenant_id,
+        tenant_slug=principal.tenant_slug,
+        agent_id=principal.agent_id,
+        task_id=options.task_id,
+        now=now,
+        session=session,
+    )
+    prepared = validate_call(
+        catalog=catalog, call=call, context=context, toolset=options.toolset, phase=options.phase
+    )
+    version = prepared.version
+    needs = history_needed(version, prepared.policy)
+    sighting = counters.see_call(
+        tenant_id=principal.tenant_id,
+        agent_id=principal.agent_id,
+        task_id=options.task_id,
+        call=prepared,
+        needs=needs,
+        required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
+        now=now,
+        dry_run=options.dry_run,
+    )
+    try:
+        return admit_call(
+            prepared,
+            context=context,
+            sighting=sighting,
+            default_rate_limit=settings.TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE,
+            dry_run=options.dry_run,
+        )
+    except ToolHubError:
+        if sighting.first_sight and not options.dry_run:
+            counters.forget_call(
+                tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
+            )
+        raise
