@@ -1,6 +1,7 @@
-"""Writes of the catalog app: tool versions through their life cycle, tools, toolsets and
-grants. Each writes its audit event in its own transaction and, when agents could see the
-change, bumps the catalog generation once committed (apps/catalog/cache.py)."""
+"""Writes of the catalog app: tool versions through their life cycle, tools and toolsets
+(grants are tenancy's). Each writes its audit event in its own transaction and, when agents
+could see the change, bumps the catalog generation once committed
+(apps/common/catalog_generation.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from django.db.models import Max
 from django.utils import timezone
 
 from apps.audit.services import audit_record
-from apps.tenancy.models import Grant
+from apps.common.catalog_generation import catalog_changed
 
-from .cache import catalog_changed
 from .models import Tool, Toolset, ToolVersion, VersionStatus
 from .selectors import version_findings
 
@@ -232,39 +232,4 @@ def toolset_changed(*, toolset: Toolset, actor: str, action: str) -> None:
     with transaction.atomic():
         audit_record(actor=actor, action=f"toolset.{action}", target=toolset,
                      data={"name": toolset.name})
-        catalog_changed()
-
-
-def _grant_data(grant: Grant) -> dict[str, Any]:
-    return {
-        "agent": grant.agent.name if grant.agent_id else None,
-        "tool": grant.tool.name,
-        "pinned_version": grant.pinned_version.number if grant.pinned_version_id else None,
-    }
-
-
-def grant_save(*, grant: Grant, actor: str) -> Grant:
-    """Create or update a grant. Validates it (ValidationError: agent or tool of another
-    tenant, pin of another tool or not callable, duplicates), writes it and an audit event;
-    invalidates the catalog caches once committed."""
-    creating = grant.pk is None
-    grant.full_clean()
-    with transaction.atomic():
-        grant.save()
-        audit_record(
-            tenant_id=grant.tenant_id, actor=actor,
-            action="grant.create" if creating else "grant.update", target=grant, data=_grant_data(grant),
-        )
-        catalog_changed()
-    return grant
-
-
-def grant_delete(*, grant: Grant, actor: str) -> None:
-    """Delete a grant, with an audit event; agents lose the tool on their next request."""
-    with transaction.atomic():
-        audit_record(
-            tenant_id=grant.tenant_id, actor=actor, action="grant.delete", target=grant,
-            data=_grant_data(grant),
-        )
-        grant.delete()
         catalog_changed()

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from django.db.models import F, Q
 
 from apps.capabilities.builtin import REQUEST_CAPABILITY_SPEC
-from apps.catalog.cache import catalog_generation
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
+from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ForbiddenError, InvalidArgsError, UnavailableError
 from apps.gateway.pipeline.resolve import REQUEST_CAPABILITY, ToolPlace, unknown_tool_error
 from apps.tenancy.models import Grant, TenantPolicy

@@ -1,4 +1,5 @@
-"""Writes of the tenancy app: tenants, agents, agent keys, tenant policies and session tokens."""
+"""Writes of the tenancy app: tenants, agents, agent keys, grants, tenant policies and session
+tokens."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record
-from apps.catalog.cache import catalog_changed
+from apps.common.catalog_generation import catalog_changed
 
 from .keys import generate_key
-from .models import Agent, AgentKey, StaffScope, Tenant, TenantPolicy
+from .models import Agent, AgentKey, Grant, StaffScope, Tenant, TenantPolicy
 from .sessions import SessionClaims, sign_session
 
 # How long "this prefix is not usable" is remembered; matches the positive cache lifetime
@@ -164,6 +165,41 @@ def tenant_policy_delete(*, policy: TenantPolicy, actor: str) -> None:
             target=policy, data=_policy_data(policy),
         )
         policy.delete()
+        catalog_changed()
+
+
+def _grant_data(grant: Grant) -> dict[str, Any]:
+    return {
+        "agent": grant.agent.name if grant.agent_id else None,
+        "tool": grant.tool.name,
+        "pinned_version": grant.pinned_version.number if grant.pinned_version_id else None,
+    }
+
+
+def grant_save(*, grant: Grant, actor: str) -> Grant:
+    """Create or update a grant. Validates it (ValidationError: agent or tool of another
+    tenant, pin of another tool or not callable, duplicates), writes it and an audit event;
+    invalidates the catalog caches once committed."""
+    creating = grant.pk is None
+    grant.full_clean()
+    with transaction.atomic():
+        grant.save()
+        audit_record(
+            tenant_id=grant.tenant_id, actor=actor,
+            action="grant.create" if creating else "grant.update", target=grant, data=_grant_data(grant),
+        )
+        catalog_changed()
+    return grant
+
+
+def grant_delete(*, grant: Grant, actor: str) -> None:
+    """Delete a grant, with an audit event; agents lose the tool on their next request."""
+    with transaction.atomic():
+        audit_record(
+            tenant_id=grant.tenant_id, actor=actor, action="grant.delete", target=grant,
+            data=_grant_data(grant),
+        )
+        grant.delete()
         catalog_changed()
 
 

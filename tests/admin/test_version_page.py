@@ -9,10 +9,10 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent, Invocation
-from apps.catalog.console import sample_arguments, version_try
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.catalog.previews import export_previews
 from apps.catalog.selectors import lint_definition
+from apps.dashboards.console import sample_arguments, version_try
 from tests.factories import ToolVersionFactory
 
 from .test_version_admin import _button, _change, _draft_form

@@ -7,7 +7,6 @@ from django.core.exceptions import ValidationError
 
 from apps.audit.models import AuditEvent
 from apps.catalog import services
-from apps.catalog.cache import catalog_generation
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.catalog.selectors import version_latest_published
 from apps.catalog.services import (
@@ -18,6 +17,7 @@ from apps.catalog.services import (
     version_retire,
     version_save_draft,
 )
+from apps.common.catalog_generation import catalog_generation
 from tests.factories import SIMPLE_SCHEMA, ToolVersionFactory
 
 from .factories import published
