@@ -15,9 +15,9 @@ from jsonschema.exceptions import SchemaError
 
 from apps.common.rule_types import RULE_TYPES
 
+from .normalizers import NORMALIZER_OPS
 from .patterns import schema_pattern_problems
 
-NORMALIZER_OPS = ("trim", "lower", "upper", "date", "volatile")
 BINDING_POLICIES = ("must_match", "overwrite")
 
 _NORMALIZERS_SCHEMA = {

@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Model, Q, QuerySet
 
-from apps.gateway.executors.egress import egress_policy
+from apps.common.egress import egress_policy
 
 from .lint import Deployment, Finding, ToolDefinition, lint_tool, lint_toolset, sorted_findings
 from .models import Tool, Toolset, ToolVersion, VersionStatus
