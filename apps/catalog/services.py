@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from apps.audit.services import audit_record
+from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
 from .models import Tool, Toolset, ToolVersion, VersionStatus
@@ -53,12 +53,10 @@ def version_save_draft(*, version: ToolVersion, actor: str, note: str = "") -> T
                 "cannot be edited. Create a new draft from it instead.",
                 code="immutable",
             )
-        version.full_clean()
-        version.save()
-        audit_record(
-            tenant_id=version.tool.tenant_id, actor=actor,
+        audited_save(
+            version, tenant_id=version.tool.tenant_id, actor=actor,
             action="tool_version.create_draft" if creating else "tool_version.edit_draft",
-            target=version, note=note, data=_version_data(version),
+            note=note, data=_version_data(version),
         )
     return version
 
@@ -207,11 +205,9 @@ def tool_save(*, tool: Tool, actor: str) -> Tool:
     creating = tool.pk is None
     with transaction.atomic():
         _lock_name("tool", tool.name)
-        tool.full_clean()
-        tool.save()
-        audit_record(
-            tenant_id=tool.tenant_id, actor=actor, action="tool.create" if creating else "tool.update",
-            target=tool, data={"name": tool.name},
+        audited_save(
+            tool, tenant_id=tool.tenant_id, actor=actor, action="tool.create" if creating else "tool.update",
+            data={"name": tool.name},
         )
         catalog_changed()
     return tool
