@@ -14,10 +14,11 @@ from django.db import connection, transaction
 
 from apps.catalog.models import Tool
 from apps.catalog.selectors import tool_visible_by_name
-from apps.catalog.services import grant_save, tool_save, version_create_draft, version_publish
+from apps.catalog.services import tool_save, version_create_draft, version_publish
 from apps.demo_shop.models import DemoOrder
 from apps.demo_shop.services import DEMO_AGENT, DEMO_TENANT
 from apps.tenancy.models import Agent, Grant, Tenant
+from apps.tenancy.services import grant_save
 
 from .tools import WAIT_CALLABLE
 

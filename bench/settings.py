@@ -1,4 +1,5 @@
-"""Settings of the benchmark's server: the production settings plus the bench-only tools."""
+"""Settings of the benchmark's server: the base settings (toolhub/settings/base.py) plus the
+bench-only tools."""
 
 from toolhub.settings.base import *  # noqa: F403
 from toolhub.settings.base import INSTALLED_APPS

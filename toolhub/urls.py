@@ -3,8 +3,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from apps.common.views import healthz, metrics, readyz
 from apps.gateway.mcp import McpView
+from toolhub.views import healthz, metrics, readyz
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -1,12 +1,15 @@
-"""Writes of the audit app. Callers run `audit_record` inside the transaction of their change."""
+"""Writes of the audit app. Callers run `audit_record` inside the transaction of their change,
+or save through `audited_save`, which does both."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import models
+from django.db import models, transaction
 
 from .models import AuditEvent
+
+M = TypeVar("M", bound=models.Model)
 
 
 def audit_record(
@@ -28,3 +31,26 @@ def audit_record(
         note=note,
         data=data or {},
     )
+
+
+def audited_save(
+    obj: M,
+    *,
+    actor: str,
+    action: str,
+    tenant_id: int | None = None,
+    tenant_is_target: bool = False,
+    note: str = "",
+    data: dict[str, Any] | None = None,
+) -> M:
+    """Validate `obj` (ValidationError), then save it and append its audit event in one
+    transaction. The event belongs to `tenant_id`, or to `obj` itself with `tenant_is_target`
+    (a tenant, whose id is known only once saved)."""
+    obj.full_clean()
+    with transaction.atomic():
+        obj.save()
+        audit_record(
+            tenant_id=obj.pk if tenant_is_target else tenant_id, actor=actor, action=action,
+            target=obj, note=note, data=data,
+        )
+    return obj

@@ -4,18 +4,15 @@ through apps/catalog/services.py so it is audited and seen by the gateway at onc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets, unquote
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Max, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
 
 from apps.common.admin import (
     ObjectButton,
@@ -28,14 +25,11 @@ from apps.common.admin import (
     admin_scope,
     json_display,
     redirect_to_change,
-    restrict_to_scope,
     validation_message,
 )
-from apps.tenancy.models import Agent
 
-from .console import sample_arguments, version_try
 from .lint import has_errors
-from .models import SideEffect, Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .previews import definition_diff, export_previews
 from .selectors import lint_definition, version_content, version_findings, version_previous
 from .services import (
@@ -131,32 +125,11 @@ _NEXT_STEPS: dict[str, tuple[str, ...]] = {
 }
 
 
-class TryItForm(forms.Form):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.none(), help_text="The call runs as this agent.")
-    subject = forms.CharField(required=False, max_length=200, label="Session subject",
-                              help_text="The end user the call is for (fills fields bound to the session).")
-    arguments = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 10, "cols": 80, "class": "toolhub-code"}),
-        help_text="What the model would send: a JSON object.",
-    )
-    real = forms.BooleanField(
-        required=False, label="Real call (readonly tools only)",
-        help_text="Otherwise a dry run: it stops after validation and says what would run.",
-    )
-
-    def __init__(self, *args: Any, agents: QuerySet[Agent], readonly: bool, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["agent"].queryset = agents
-        if not readonly:
-            self.fields["real"].disabled = True
-            self.fields["real"].help_text = "Only readonly tools run for real from here; this one is not."
-
-
 @admin.register(ToolVersion)
 class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
     """The version page: definition (editable while a draft), lint findings, the exports the
     model reads with their token cost, the diff against the previous version, the life-cycle
-    buttons and the try-it console."""
+    buttons and a link to the try-it console (apps/dashboards/try_it.py)."""
 
     change_form_template = "admin/catalog/toolversion/change_form.html"
     tenant_path = "tool__tenant"
@@ -244,44 +217,6 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
                 before_name=f"v{previous.number}", after_name=f"v{version.number}",
             ) if previous else None,
         }
-
-    def get_urls(self) -> list[URLPattern]:
-        view = self.admin_site.admin_view(self.try_view)
-        return [path("<path:object_id>/try/", view, name="catalog_toolversion_try"), *super().get_urls()]
-
-    def try_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The try-it console: a dry run (or a real readonly call) as one of the tenant's agents."""
-        version = self.get_object(request, unquote(object_id))
-        if version is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
-        if not request.user.has_perm("catalog.change_toolversion"):
-            raise PermissionDenied
-        agents = restrict_to_scope(Agent.objects.select_related("tenant").filter(active=True),
-                                   admin_scope(request), tenant_path="tenant")
-        if version.tool.tenant_id:
-            agents = agents.filter(tenant_id=version.tool.tenant_id)
-        readonly = version.side_effect == SideEffect.READONLY
-        initial = {"agent": agents.first(), "arguments": json.dumps(
-            sample_arguments(version.parameters, version.context_bindings), indent=2)}
-        form = TryItForm(request.POST or None, agents=agents, readonly=readonly, initial=initial)
-        envelope = None
-        if request.method == "POST" and form.is_valid():
-            try:
-                envelope = version_try(
-                    version=version, agent=form.cleaned_data["agent"], subject=form.cleaned_data["subject"],
-                    arguments=form.cleaned_data["arguments"], real=bool(form.cleaned_data["real"]),
-                    actor=admin_actor(request),
-                )
-            except ValidationError as error:
-                form.add_error(None, validation_message(error))
-        context = {
-            **self.admin_site.each_context(request),
-            "title": f"Try {version.tool.name} v{version.number}",
-            "opts": self.opts, "original": version, "form": form,
-            "envelope": envelope,
-            "envelope_json": json.dumps(envelope, indent=2, ensure_ascii=False) if envelope else "",
-        }
-        return TemplateResponse(request, "admin/catalog/toolversion/try_it.html", context)
 
     def delete_model(self, request: HttpRequest, obj: ToolVersion) -> None:
         version_delete_draft(version=obj, actor=admin_actor(request))

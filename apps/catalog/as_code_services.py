@@ -11,7 +11,7 @@ from django.db import transaction
 
 from apps.tenancy.models import Agent, Grant, Tenant, TenantPolicy
 from apps.tenancy.selectors import agent_by_name
-from apps.tenancy.services import tenant_policy_delete, tenant_policy_save
+from apps.tenancy.services import grant_delete, grant_save, tenant_policy_delete, tenant_policy_save
 
 from .as_code import Problem, problems_of
 from .as_code_plan import (
@@ -37,8 +37,6 @@ from .selectors import (
     version_by_number,
 )
 from .services import (
-    grant_delete,
-    grant_save,
     tool_save,
     toolset_delete,
     toolset_save,

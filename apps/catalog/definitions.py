@@ -13,14 +13,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from apps.common.rule_types import RULE_TYPES
+
+from .normalizers import NORMALIZER_OPS
 from .patterns import schema_pattern_problems
 
-NORMALIZER_OPS = ("trim", "lower", "upper", "date", "volatile")
 BINDING_POLICIES = ("must_match", "overwrite")
-# Rules the arguments alone can satisfy answer invalid_args; the others business_rule.
-ARGUMENT_RULES = ("date_order", "max_span")
-STATE_RULES = ("task_budget", "daily_quota", "requires_earlier_call", "custom")
-RULE_TYPES = ARGUMENT_RULES + STATE_RULES
 
 _NORMALIZERS_SCHEMA = {
     "type": "object",

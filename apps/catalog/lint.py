@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.gateway.pipeline.normalize import normalize_value
-
 from .definitions import platform_settings_named
+from .normalizers import STRING_OPS, normalize_value
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
@@ -328,8 +327,6 @@ def _check_overlap(tool: ToolDefinition, others: Sequence[ToolDefinition]) -> It
 # ---------------------------------------------------------------------------------------
 # Normalizers: they run before the schema check, to turn a sloppy value into an accepted one.
 
-_STRING_OPS = ("trim", "lower", "upper", "date")
-
 
 def _string_schema(node: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The schema of the strings a normalizer of this field reaches (a list's items too);
@@ -357,7 +354,7 @@ def _check_normalizers(tool: ToolDefinition) -> Iterable[Finding]:
     properties = (tool.parameters.get("properties") or {}) if isinstance(tool.parameters, Mapping) else {}
     for name, ops in (tool.normalizers or {}).items():
         node = properties.get(name)
-        string_ops = [op for op in ops if op in _STRING_OPS] if isinstance(ops, list) else []
+        string_ops = [op for op in ops if op in STRING_OPS] if isinstance(ops, list) else []
         if not isinstance(node, Mapping) or not string_ops:
             continue
         path = f"normalizers/{name}"

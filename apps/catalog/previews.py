@@ -1,35 +1,19 @@
 """What the version page previews of a definition: the model-format exports with their token
-estimates (apps/catalog/exports.py) and the changes from the previous version.
-
-`apps/catalog/exports.py` is written on another branch; it is imported lazily so the admin
-works (showing that the previews are not available yet) before that module is merged.
-Used from it: `export_tool(tool, fmt) -> dict` and `estimate_tokens(value) -> int`, with a
-tool that has tool_name, number, description, parameters, context_bindings, side_effect.
-"""
+estimates (apps/catalog/exports.py) and the changes from the previous version."""
 
 from __future__ import annotations
 
 import difflib
-import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
+from .exports import estimate_tokens, export_tool
 from .lint import ToolDefinition
 
 # The vendor formats curators compare, in the order shown.
 PREVIEW_FORMATS = (("openai", "OpenAI"), ("anthropic", "Anthropic"), ("mcp", "MCP"))
-
-
-def _exports() -> ModuleType | None:
-    try:
-        return importlib.import_module("apps.catalog.exports")
-    except ModuleNotFoundError as missing:
-        if missing.name != "apps.catalog.exports":
-            raise
-        return None
 
 
 @dataclass(frozen=True)
@@ -44,26 +28,18 @@ class ExportPreview:
         return json.dumps(self.tool, indent=2, ensure_ascii=False)
 
 
-def export_previews(definition: ToolDefinition) -> list[ExportPreview] | None:
-    """The definition as each vendor's API takes it, with token estimates; None when the
-    exports module is not available in this build."""
-    exports = _exports()
-    if exports is None:
-        return None
+def export_previews(definition: ToolDefinition) -> list[ExportPreview]:
+    """The definition as each vendor's API takes it, with token estimates."""
     previews = []
     for fmt, label in PREVIEW_FORMATS:
-        exported = exports.export_tool(definition, fmt)
-        previews.append(ExportPreview(fmt, label, exported, exports.estimate_tokens(exported)))
+        exported = export_tool(definition, fmt)
+        previews.append(ExportPreview(fmt, label, exported, estimate_tokens(exported)))
     return previews
 
 
-def token_estimator() -> Callable[[ToolDefinition], int] | None:
-    """Tokens of a definition in the OpenAI format (what lint budgets), or None when the
-    exports module is not available."""
-    exports = _exports()
-    if exports is None:
-        return None
-    return lambda definition: exports.estimate_tokens(exports.export_tool(definition, "openai"))
+def token_estimator() -> Callable[[ToolDefinition], int]:
+    """Tokens of a definition in the OpenAI format (what lint budgets)."""
+    return lambda definition: estimate_tokens(export_tool(definition, "openai"))
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 
-from apps.gateway.executors.egress import egress_policy
+from apps.common.egress import egress_policy
 from apps.tenancy.models import Agent, Grant, Tenant, TenantPolicy
 
 from .as_code import tenant_document
@@ -27,13 +27,13 @@ def version_latest_published(*, tool: Tool) -> ToolVersion | None:
     )
 
 
-def tools_visible_to_tenant(*, tenant: Tenant | int) -> QuerySet[Tool]:
+def tools_visible_to_tenant(*, tenant: Model | int) -> QuerySet[Tool]:
     """The shared catalog (tools without a tenant) plus the tenant's own tools."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
     return Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id))
 
 
-def tool_visible_by_name(*, tenant: Tenant | int, name: str) -> Tool | None:
+def tool_visible_by_name(*, tenant: Model | int, name: str) -> Tool | None:
     """The tool this tenant's agents know as `name` (its own or a shared one), or None.
 
     Names are unique per tenant and a tenant's never repeats a shared one, so there is at

@@ -1,6 +1,7 @@
-"""Writes of the catalog app: tool versions through their life cycle, tools, toolsets and
-grants. Each writes its audit event in its own transaction and, when agents could see the
-change, bumps the catalog generation once committed (apps/catalog/cache.py)."""
+"""Writes of the catalog app: tool versions through their life cycle, tools and toolsets
+(grants are tenancy's). Each writes its audit event in its own transaction and, when agents
+could see the change, bumps the catalog generation once committed
+(apps/common/catalog_generation.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,9 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from apps.audit.services import audit_record
-from apps.tenancy.models import Grant
+from apps.audit.services import audit_record, audited_save
+from apps.common.catalog_generation import catalog_changed
 
-from .cache import catalog_changed
 from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .selectors import version_findings
 
@@ -54,12 +54,10 @@ def version_save_draft(*, version: ToolVersion, actor: str, note: str = "") -> T
                 "cannot be edited. Create a new draft from it instead.",
                 code="immutable",
             )
-        version.full_clean()
-        version.save()
-        audit_record(
-            tenant_id=version.tool.tenant_id, actor=actor,
+        audited_save(
+            version, tenant_id=version.tool.tenant_id, actor=actor,
             action="tool_version.create_draft" if creating else "tool_version.edit_draft",
-            target=version, note=note, data=_version_data(version),
+            note=note, data=_version_data(version),
         )
     return version
 
@@ -208,11 +206,9 @@ def tool_save(*, tool: Tool, actor: str) -> Tool:
     creating = tool.pk is None
     with transaction.atomic():
         _lock_name("tool", tool.name)
-        tool.full_clean()
-        tool.save()
-        audit_record(
-            tenant_id=tool.tenant_id, actor=actor, action="tool.create" if creating else "tool.update",
-            target=tool, data={"name": tool.name},
+        audited_save(
+            tool, tenant_id=tool.tenant_id, actor=actor, action="tool.create" if creating else "tool.update",
+            data={"name": tool.name},
         )
         catalog_changed()
     return tool
@@ -278,37 +274,3 @@ def toolset_delete(*, toolset: Toolset, actor: str) -> None:
         toolset.delete()
         catalog_changed()
 
-
-def _grant_data(grant: Grant) -> dict[str, Any]:
-    return {
-        "agent": grant.agent.name if grant.agent_id else None,
-        "tool": grant.tool.name,
-        "pinned_version": grant.pinned_version.number if grant.pinned_version_id else None,
-    }
-
-
-def grant_save(*, grant: Grant, actor: str) -> Grant:
-    """Create or update a grant. Validates it (ValidationError: agent or tool of another
-    tenant, pin of another tool or not callable, duplicates), writes it and an audit event;
-    invalidates the catalog caches once committed."""
-    creating = grant.pk is None
-    grant.full_clean()
-    with transaction.atomic():
-        grant.save()
-        audit_record(
-            tenant_id=grant.tenant_id, actor=actor,
-            action="grant.create" if creating else "grant.update", target=grant, data=_grant_data(grant),
-        )
-        catalog_changed()
-    return grant
-
-
-def grant_delete(*, grant: Grant, actor: str) -> None:
-    """Delete a grant, with an audit event; agents lose the tool on their next request."""
-    with transaction.atomic():
-        audit_record(
-            tenant_id=grant.tenant_id, actor=actor, action="grant.delete", target=grant,
-            data=_grant_data(grant),
-        )
-        grant.delete()
-        catalog_changed()

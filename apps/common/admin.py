@@ -1,8 +1,9 @@
 """Building blocks of every admin: tenant scoping of staff, read-only admins, readable JSON.
 
-Scoping (contract §6, style habit 6): a superuser sees everything; a staff user with a
-StaffScope sees only that tenant's rows (and the shared catalog, read-only); any other staff
-user sees no tenant-owned row at all. Another tenant's object by URL is simply "not found".
+Scoping (contract §6, style habit 6): each admin user has an AdminScope, decided by the
+function settings.TOOLHUB_ADMIN_SCOPE names (apps/tenancy/admin_scoping.py: who sees which
+tenant); the admins here restrict rows, choices and forms to it. Another tenant's object by
+URL is simply "not found".
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
@@ -24,9 +27,8 @@ from django.forms.models import model_to_dict
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.module_loading import import_string
 from django.utils.safestring import SafeString
-
-from apps.tenancy.selectors import staff_tenant_id
 
 if TYPE_CHECKING:
     from django.template.response import _TemplateForResponseT
@@ -48,15 +50,16 @@ class AdminScope:
         return not self.unrestricted and self.tenant_id is None
 
 
+@cache
+def _scope_of_user() -> Callable[..., AdminScope]:
+    return import_string(settings.TOOLHUB_ADMIN_SCOPE)
+
+
 def admin_scope(request: HttpRequest) -> AdminScope:
     """The scope of the request's user, read once per request."""
     scope = getattr(request, "_toolhub_admin_scope", None)
     if scope is None:
-        user = request.user
-        if user.is_active and user.is_superuser:
-            scope = AdminScope(unrestricted=True)
-        else:
-            scope = AdminScope(unrestricted=False, tenant_id=staff_tenant_id(user=user))
+        scope = _scope_of_user()(user=request.user)
         request._toolhub_admin_scope = scope  # type: ignore[attr-defined]
     return scope
 

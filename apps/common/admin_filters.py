@@ -1,4 +1,4 @@
-"""List filters that stay cheap on million-row tables and respect the user's tenant.
+"""List filters that stay cheap on million-row tables (the tool filters: apps/catalog/admin_filters.py).
 
 Django's stock filters for a foreign key (RelatedOnlyFieldListFilter) or a plain column
 (AllValuesFieldListFilter) find their choices with a SELECT DISTINCT over the whole table on
@@ -14,10 +14,6 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-
-from apps.catalog.models import Tool
-
-from .admin import admin_scope, restrict_to_scope
 
 # parameter value → (label, least age or None, greatest age or None): the recent windows the
 # dashboard links to, and the disjoint age buckets of its unknown entries.
@@ -51,36 +47,6 @@ class AgeFilter(admin.SimpleListFilter):
         if younger_than is not None:
             queryset = queryset.filter(**{f"{self.date_field}__gte": now - younger_than})
         return queryset
-
-
-class ScopedToolFilter(admin.SimpleListFilter):
-    """The tools the user's tenant can see (its own and the shared ones), by `tool_field`."""
-
-    title = "tool"
-    parameter_name = "tool"
-    tool_field = "tool_id"
-    by_name = False
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[Any, str]]:
-        tools = restrict_to_scope(Tool.objects.order_by("name"), admin_scope(request), tenant_path="tenant",
-                                  include_shared=True)
-        return [(name if self.by_name else pk, name) for pk, name in tools.values_list("pk", "name")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        value = self.value()
-        if not value:
-            return queryset
-        if not self.by_name and not value.isdigit():
-            return queryset.none()
-        return queryset.filter(**{self.tool_field: value})
-
-
-class ScopedToolNameFilter(ScopedToolFilter):
-    """For rows that keep the tool's name (the invocation log, where the name may be unknown)."""
-
-    parameter_name = "tool_name"
-    tool_field = "tool_name"
-    by_name = True
 
 
 def fixed_choices_filter(field: str, title: str, choices: list[str]) -> type[admin.SimpleListFilter]:

@@ -2,8 +2,8 @@
 that costs one round trip, and batches of operations in one round trip (CacheBatch).
 
 Django's RedisCacheClient builds a `redis.Redis` for every cache call; with redis-py 6+
-its constructor alone costs ~0.25 ms (it fills a table of response callbacks), and the
-invoke path makes several cache calls. Clients are thread-safe and share the pool, so one
+its constructor is costly (it fills a table of response callbacks), and the invoke path
+makes several cache calls. Clients are thread-safe and share the pool, so one
 per pool is enough. Its `incr` asks EXISTS, then INCRBY: two round trips, and a key that
 expires in between comes back as a counter without expiry; here it is one server-side
 script. The invoke path's counters go through CacheBatch: the operations before the guards

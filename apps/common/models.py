@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.db import models
-
-if TYPE_CHECKING:
-    from apps.tenancy.models import Tenant
 
 
 class TimeStampedModel(models.Model):
@@ -19,7 +14,7 @@ class TimeStampedModel(models.Model):
 
 
 class TenantOwnedQuerySet(models.QuerySet):
-    def for_tenant(self, tenant: Tenant | int) -> TenantOwnedQuerySet:
+    def for_tenant(self, tenant: models.Model | int) -> TenantOwnedQuerySet:
         """Rows of one tenant only: every tenant-owned read goes through this."""
         tenant_id = tenant if isinstance(tenant, int) else tenant.pk
         return self.filter(tenant_id=tenant_id)

@@ -83,10 +83,6 @@ class Overview:
     lint: list[LintSummary] = field(default_factory=list)
 
     @property
-    def error_rate(self) -> float:
-        return self.errors_total / self.calls_total if self.calls_total else 0.0
-
-    @property
     def unknown_total(self) -> int:
         return sum(n for _, _, n in self.unknown_by_age)
 

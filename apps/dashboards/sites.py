@@ -1,4 +1,4 @@
-"""ToolHub's admin site: the stock one plus the operators' dashboard."""
+"""ToolHub's admin site: the stock one plus the operators' dashboard and the try-it console."""
 
 from __future__ import annotations
 
@@ -15,7 +15,11 @@ class ToolHubAdminSite(admin.AdminSite):
     enable_nav_sidebar = False
 
     def get_urls(self) -> list[URLPattern | URLResolver]:
+        from .try_it import version_try_view
         from .views import dashboard_view
 
         dashboard = path("dashboard/", self.admin_view(dashboard_view), name="toolhub_dashboard")
-        return [dashboard, *super().get_urls()]
+        # Before the version admin's own URLs, whose catch-all would take it.
+        try_it = path("catalog/toolversion/<path:object_id>/try/", self.admin_view(version_try_view),
+                      name="catalog_toolversion_try")
+        return [dashboard, try_it, *super().get_urls()]

@@ -17,14 +17,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, Sum
 
 from apps.audit.services import audit_record
-from apps.catalog.cache import catalog_changed
 from apps.catalog.definitions import platform_settings_named
 from apps.catalog.models import Tool, Toolset, ToolsetPhase
-from apps.catalog.services import grant_save, tool_save, version_create_draft, version_publish
+from apps.catalog.services import tool_save, version_create_draft, version_publish
+from apps.common.catalog_generation import catalog_changed
 from apps.common.errors import BusinessRuleError
 from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
-from apps.tenancy.services import agent_get_or_create, agent_key_cache_key
+from apps.tenancy.services import agent_get_or_create, agent_key_cache_key, grant_save
 
 from .models import DemoOrder, DemoRefund, OrderStatus
 from .selectors import (

@@ -11,8 +11,8 @@ import threading
 
 from django.db.models import F, Q
 
-from apps.catalog.cache import catalog_generation
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
+from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.models import Grant, TenantPolicy
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 
-from apps.catalog.cache import catalog_generation
 from apps.catalog.exports import ToolExport, export_tools
+from apps.common.catalog_generation import catalog_generation
 from apps.gateway.contracts import REQUEST_CAPABILITY
 
 from .selectors import visible_tools

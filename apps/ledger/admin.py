@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from apps.catalog.admin_filters import ScopedToolFilter
 from apps.common.admin import (
     ExactSearchMixin,
     ObjectButton,
@@ -37,7 +38,7 @@ from apps.common.admin import (
     restrict_to_scope,
     validation_message,
 )
-from apps.common.admin_filters import AgeFilter, ScopedToolFilter
+from apps.common.admin_filters import AgeFilter
 from apps.common.paginators import EstimatedCountPaginator
 
 from .approvals import ApprovalRefused, approval_decide

@@ -13,7 +13,6 @@ from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from apps.catalog.services import grant_delete, grant_save
 from apps.common.admin import (
     ObjectButton,
     ObjectButtonsMixin,
@@ -31,6 +30,8 @@ from .services import (
     agent_key_issue,
     agent_key_revoke,
     agent_save,
+    grant_delete,
+    grant_save,
     tenant_policy_delete,
     tenant_policy_save,
     tenant_save,

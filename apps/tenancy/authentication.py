@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from apps.catalog.cache import CATALOG_GENERATION_KEY
+from apps.common.catalog_generation import CATALOG_GENERATION_KEY
 
 from .keys import digest_matches, split_key
 from .models import AgentKey

@@ -7,8 +7,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
-from apps.catalog.definitions import RULE_TYPES
 from apps.common.models import TenantOwnedModel, TenantOwnedQuerySet, TimeStampedModel
+from apps.common.rule_types import RULE_TYPES
 
 slug_validator = RegexValidator(r"^[a-z0-9][a-z0-9-]*$", "Use lowercase letters, digits and '-'.")
 

@@ -1,4 +1,5 @@
-"""Writes of the tenancy app: tenants, agents, agent keys, tenant policies and session tokens."""
+"""Writes of the tenancy app: tenants, agents, agent keys, grants, tenant policies and session
+tokens."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from apps.audit.services import audit_record
-from apps.catalog.cache import catalog_changed
+from apps.audit.services import audit_record, audited_save
+from apps.common.catalog_generation import catalog_changed
 
 from .keys import generate_key
-from .models import Agent, AgentKey, StaffScope, Tenant, TenantPolicy
+from .models import Agent, AgentKey, Grant, StaffScope, Tenant, TenantPolicy
 from .sessions import SessionClaims, sign_session
 
 # How long "this prefix is not usable" is remembered; matches the positive cache lifetime
@@ -97,17 +98,13 @@ def agent_save(*, agent: Agent, actor: str) -> Agent:
     """Create or update an agent. Writes it and an audit event; a deactivated agent's keys
     stop working on the next request, a reactivated agent's keys work again."""
     creating = agent.pk is None
-    agent.full_clean()
-    with transaction.atomic():
-        agent.save()
-        audit_record(
-            tenant_id=agent.tenant_id, actor=actor,
-            action="agent.create" if creating else "agent.update", target=agent,
-            data={"name": agent.name, "active": agent.active},
-        )
-        if not creating:
-            prefixes = AgentKey.objects.filter(agent=agent).values_list("prefix", flat=True)
-            _forget_keys(list(prefixes), refused=not agent.active)
+    audited_save(
+        agent, tenant_id=agent.tenant_id, actor=actor, action="agent.create" if creating else "agent.update",
+        data={"name": agent.name, "active": agent.active},
+    )
+    if not creating:
+        prefixes = AgentKey.objects.filter(agent=agent).values_list("prefix", flat=True)
+        _forget_keys(list(prefixes), refused=not agent.active)
     return agent
 
 
@@ -115,17 +112,13 @@ def tenant_save(*, tenant: Tenant, actor: str) -> Tenant:
     """Create or update a tenant. Writes it and an audit event; deactivating a tenant
     refuses all its agents' keys from the next request on."""
     creating = tenant.pk is None
-    tenant.full_clean()
-    with transaction.atomic():
-        tenant.save()
-        audit_record(
-            tenant_id=tenant.pk, actor=actor,
-            action="tenant.create" if creating else "tenant.update", target=tenant,
-            data={"slug": tenant.slug, "active": tenant.active},
-        )
-        if not creating:
-            prefixes = AgentKey.objects.filter(tenant=tenant).values_list("prefix", flat=True)
-            _forget_keys(list(prefixes), refused=not tenant.active)
+    audited_save(
+        tenant, tenant_is_target=True, actor=actor, action="tenant.create" if creating else "tenant.update",
+        data={"slug": tenant.slug, "active": tenant.active},
+    )
+    if not creating:
+        prefixes = AgentKey.objects.filter(tenant=tenant).values_list("prefix", flat=True)
+        _forget_keys(list(prefixes), refused=not tenant.active)
     return tenant
 
 
@@ -144,13 +137,10 @@ def tenant_policy_save(*, policy: TenantPolicy, actor: str) -> TenantPolicy:
     """Create or update a tenant policy. Validates it (ValidationError), writes it and an
     audit event, and invalidates the catalog caches once committed."""
     creating = policy.pk is None
-    policy.full_clean()
     with transaction.atomic():
-        policy.save()
-        audit_record(
-            tenant_id=policy.tenant_id, actor=actor,
-            action="tenant_policy.create" if creating else "tenant_policy.update",
-            target=policy, data=_policy_data(policy),
+        audited_save(
+            policy, tenant_id=policy.tenant_id, actor=actor,
+            action="tenant_policy.create" if creating else "tenant_policy.update", data=_policy_data(policy),
         )
         catalog_changed()
     return policy
@@ -164,6 +154,39 @@ def tenant_policy_delete(*, policy: TenantPolicy, actor: str) -> None:
             target=policy, data=_policy_data(policy),
         )
         policy.delete()
+        catalog_changed()
+
+
+def _grant_data(grant: Grant) -> dict[str, Any]:
+    return {
+        "agent": grant.agent.name if grant.agent_id else None,
+        "tool": grant.tool.name,
+        "pinned_version": grant.pinned_version.number if grant.pinned_version_id else None,
+    }
+
+
+def grant_save(*, grant: Grant, actor: str) -> Grant:
+    """Create or update a grant. Validates it (ValidationError: agent or tool of another
+    tenant, pin of another tool or not callable, duplicates), writes it and an audit event;
+    invalidates the catalog caches once committed."""
+    creating = grant.pk is None
+    with transaction.atomic():
+        audited_save(
+            grant, tenant_id=grant.tenant_id, actor=actor,
+            action="grant.create" if creating else "grant.update", data=_grant_data(grant),
+        )
+        catalog_changed()
+    return grant
+
+
+def grant_delete(*, grant: Grant, actor: str) -> None:
+    """Delete a grant, with an audit event; agents lose the tool on their next request."""
+    with transaction.atomic():
+        audit_record(
+            tenant_id=grant.tenant_id, actor=actor, action="grant.delete", target=grant,
+            data=_grant_data(grant),
+        )
+        grant.delete()
         catalog_changed()
 
 

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core import signing
-from django.http import HttpRequest
 
 from apps.common.errors import ForbiddenError
-
-if TYPE_CHECKING:
-    from rest_framework.request import Request
-
-    from .authentication import AgentPrincipal
 
 _SALT = "toolhub.session.v1"
 SESSION_HEADER = "HTTP_X_TOOLHUB_SESSION"
@@ -67,18 +61,3 @@ def verify_session(token: str, *, tenant_id: int, agent_id: int, now: datetime) 
     if claims.expires_at <= now:
         raise ForbiddenError("The session token has expired.", hint=_HINT)
     return claims
-
-
-def session_from_request(
-    request: HttpRequest | Request, *, principal: AgentPrincipal, now: datetime
-) -> SessionClaims | None:
-    """The end user's session sent in X-ToolHub-Session, verified for this agent.
-
-    None when the header is absent (or blank): whether a tool needs a session is the
-    gateway's decision. A header that is present but invalid, expired or minted for
-    another agent raises ForbiddenError; it is never silently ignored.
-    """
-    token = request.META.get(SESSION_HEADER, "").strip()
-    if not token:
-        return None
-    return verify_session(token, tenant_id=principal.tenant_id, agent_id=principal.agent_id, now=now)

@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from apps.audit.models import AuditEvent
 from apps.capabilities.models import CapabilityRequest
-from apps.catalog.cache import catalog_generation
 from apps.catalog.models import Toolset
+from apps.common.catalog_generation import catalog_generation
 from apps.demo_shop.models import DemoOrder, DemoRefund
 from apps.ledger.models import LedgerEntry
 from apps.tenancy.models import TenantPolicy

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent
-from apps.catalog.cache import catalog_generation
 from apps.catalog.models import ToolVersion, VersionStatus
+from apps.common.catalog_generation import catalog_generation
 from tests.factories import SIMPLE_SCHEMA, ToolVersionFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,10 +9,10 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from apps.audit.models import AuditEvent, Invocation
-from apps.catalog.console import sample_arguments, version_try
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.catalog.previews import export_previews
 from apps.catalog.selectors import lint_definition
+from apps.dashboards.console import sample_arguments, version_try
 from tests.factories import ToolVersionFactory
 
 from .test_version_admin import _button, _change, _draft_form
@@ -72,14 +72,11 @@ def test_the_page_shows_the_diff_against_the_previous_version(world, acme_staff)
     assert "This is the first version of acme_tool." in first
 
 
-def test_the_exports_are_shown_side_by_side_when_available(world, acme_staff):
+def test_the_exports_are_shown_side_by_side(world, acme_staff):
     page = acme_staff.get(_change(world.acme.version))
 
     previews = page.context["export_previews"]
     html = page.content.decode()
-    if previews is None:  # apps/catalog/exports.py is not merged into this build yet
-        assert "The model-format exports appear here once" in html
-        return
     assert [p.label for p in previews] == ["OpenAI", "Anthropic", "MCP"]
     assert all(p.tokens > 0 for p in previews)
     assert f"≈ {previews[0].tokens} tokens" in html
@@ -87,8 +84,6 @@ def test_the_exports_are_shown_side_by_side_when_available(world, acme_staff):
 
 def test_export_previews_name_the_tool_in_each_format(world):
     previews = export_previews(lint_definition(world.acme.version))
-    if previews is None:
-        pytest.skip("apps/catalog/exports.py is not in this build")
     openai, anthropic, mcp = (p.tool for p in previews)
     assert openai["function"]["name"] == anthropic["name"] == mcp["name"] == "acme_tool"
 

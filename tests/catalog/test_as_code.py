@@ -10,7 +10,6 @@ from apps.audit.models import AuditEvent
 from apps.catalog.as_code import document_yaml
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.catalog.services import (
-    grant_save,
     tool_save,
     version_create_draft,
     version_create_draft_from,
@@ -19,7 +18,7 @@ from apps.catalog.services import (
 )
 from apps.demo_shop.services import demo_seed
 from apps.tenancy.models import Grant, Tenant, TenantPolicy
-from apps.tenancy.services import tenant_policy_save
+from apps.tenancy.services import grant_save, tenant_policy_save
 from tests.factories import AgentFactory, TenantFactory
 
 ACTOR = "test"

@@ -6,12 +6,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from apps.audit.models import AuditEvent
-from apps.catalog.cache import catalog_generation
 from apps.catalog.models import VersionStatus
 from apps.catalog.selectors import tools_visible_to_tenant, version_latest_published
-from apps.catalog.services import grant_delete, grant_save, tool_save
+from apps.catalog.services import tool_save
+from apps.common.catalog_generation import catalog_generation
 from apps.tenancy.models import Grant, TenantPolicy
-from apps.tenancy.services import tenant_policy_delete, tenant_policy_save
+from apps.tenancy.services import grant_delete, grant_save, tenant_policy_delete, tenant_policy_save
 from tests.factories import AgentFactory, TenantFactory, ToolFactory, ToolVersionFactory
 
 from .factories import published

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
 
 from apps.audit.models import AuditEvent
-from apps.catalog import services
-from apps.catalog.cache import catalog_generation
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.catalog.selectors import version_latest_published
 from apps.catalog.services import (
@@ -18,6 +17,7 @@ from apps.catalog.services import (
     version_retire,
     version_save_draft,
 )
+from apps.common.catalog_generation import catalog_generation
 from tests.factories import SIMPLE_SCHEMA, ToolVersionFactory
 
 from .factories import published
@@ -90,20 +90,22 @@ def test_publishing_twice_is_refused_clearly(tool):
     assert AuditEvent.objects.filter(action="tool_version.publish").count() == 1
 
 
-def test_a_concurrent_status_change_loses_cleanly(tool, monkeypatch):
+def test_a_concurrent_status_change_loses_cleanly(tool):
     # given two curators who both read the version as a draft
     draft = version_create_draft(tool=tool, actor="curator", **CONTENT)
-    real_filter = services.ToolVersion.objects.filter
+    first_published = False
 
-    def first_curator_publishes_in_between(*args, **kwargs):
-        if kwargs.get("status") == VersionStatus.DRAFT and "pk" in kwargs:
+    def first_curator_publishes_in_between(execute, sql, params, many, context):
+        nonlocal first_published
+        if not first_published and sql.startswith('UPDATE "catalog_toolversion"'):
+            first_published = True
             ToolVersion.objects.filter(pk=draft.pk).update(status=VersionStatus.PUBLISHED)
-        return real_filter(*args, **kwargs)
+        return execute(sql, params, many, context)
 
     # when the second one's conditional update runs after the first one's
-    monkeypatch.setattr(services.ToolVersion.objects, "filter", first_curator_publishes_in_between)
-    with pytest.raises(ValidationError, match="changed by someone else"):
-        version_publish(version=draft, actor="second")
+    with connection.execute_wrapper(first_curator_publishes_in_between):
+        with pytest.raises(ValidationError, match="changed by someone else"):
+            version_publish(version=draft, actor="second")
 
     # then nothing is recorded for the loser
     assert not AuditEvent.objects.filter(action="tool_version.publish").exists()

@@ -9,8 +9,8 @@ from openai.types.chat import ChatCompletionToolParam
 from openai.types.shared_params import FunctionDefinition
 from pydantic import TypeAdapter
 
-from apps.catalog.cache import catalog_changed
 from apps.catalog.models import Tool, ToolVersion
+from apps.common.catalog_generation import catalog_changed
 from apps.tenancy.models import Grant
 from apps.tenancy.services import agent_key_issue
 from tests.agent_tools import SEARCH_ORDERS_DESCRIPTIONS, SEARCH_ORDERS_SCHEMA

@@ -61,17 +61,30 @@ def crash(request: ExecutionRequest) -> dict:
     raise RuntimeError("secret internal detail")
 
 
-TIMELINE: list[tuple[str, float, float]] = []
+# ("start" | "end", call id), in the order they happened: what overlapped is what started
+# before the other ended, whatever the clock says on a loaded machine.
+TIMELINE: list[tuple[str, str]] = []
+_TIMELINE_CHANGED = threading.Condition()
+
+
+def _running() -> int:
+    return sum(1 if kind == "start" else -1 for kind, _ in TIMELINE)
 
 
 @tool_callable("tests.timed")
 def timed(request: ExecutionRequest) -> dict:
-    """Sleeps, and records when it ran, so tests can see what overlapped."""
+    """Records its start, waits (when asked) until `meet` calls run at once, itself included,
+    sleeps, and records its end, so tests can see what overlapped."""
     _ran("tests.timed")
-    start = time.monotonic()
+    meet = request.arguments.get("meet", 0)
+    with _TIMELINE_CHANGED:
+        TIMELINE.append(("start", request.call_id))
+        _TIMELINE_CHANGED.notify_all()
+        # Calls run one after another never meet: the wait gives up, and the test sees no overlap.
+        _TIMELINE_CHANGED.wait_for(lambda: _running() >= meet, timeout=10)
     time.sleep(request.arguments["sleep_ms"] / 1000)
-    with _LOCK:
-        TIMELINE.append((request.call_id, start, time.monotonic()))
+    with _TIMELINE_CHANGED:
+        TIMELINE.append(("end", request.call_id))
     return {"call": request.call_id, "items": list(range(request.arguments.get("count", 1)))}
 
 

@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from apps.gateway.executors.egress import EgressPolicy, address_category, parse_pattern
+from apps.common.egress import EgressPolicy, address_category, parse_pattern
 
 
 def _policy(*patterns: str, public: bool = True) -> EgressPolicy:

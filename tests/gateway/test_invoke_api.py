@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from apps.audit.models import Invocation
-from apps.catalog.services import grant_delete
 from apps.ledger.models import LedgerEntry
 from apps.tenancy.models import TenantPolicy
+from apps.tenancy.services import grant_delete
 from tests.gateway.callables import RUNS
 from tests.gateway.conftest import invoke
 

@@ -113,7 +113,7 @@ def test_a_call_whose_intent_is_still_open_answers_in_progress(api, write_tool, 
         tool=write_tool.tool,
         version=write_tool,
         subject="u-1",
-        args_hash=key.rsplit("/", 1)[1],
+        args_hash=dry["data"]["would_run"]["args_hash"],
         arguments={"query": "A", "user_id": "u-1"},
     )
 

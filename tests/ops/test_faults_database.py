@@ -193,21 +193,22 @@ def test_stopping_postgresql_under_load_fails_closed_fast_and_keeps_the_ledger_c
     with Load(server, token, orders) as load:
         # Some calls of every kind answered before the crash: on a busy machine the first
         # ones can take longer than any fixed pause.
-        time.sleep(1.0)
         wait_until(lambda: len(load.answers) >= 2 * CALLERS, timeout_s=15, what="answers before the crash")
         crashed_at = time.monotonic()
         cluster.stop()
         # Cold caches too: the key lookup and the catalog memo must then ask the database.
         cache.clear()
         down_at = time.monotonic()
-        time.sleep(1.5)
+        wait_until(lambda: len(load.between(down_at, time.monotonic())) >= CALLERS, timeout_s=15,
+                   what="answers while the database is down")
         with httpx.Client(base_url=server.url, timeout=10) as probe:
             readyz, healthz, admin = probe.get("/readyz"), probe.get("/healthz"), probe.get("/admin/login/")
         restarting_at = time.monotonic()
         cluster.start()
         wait_until(lambda: _invoke_works(server, token), timeout_s=15, what="invokes to work again")
         recovered_at = time.monotonic()
-        time.sleep(0.5)
+        wait_until(lambda: load.between(recovered_at, time.monotonic()), timeout_s=15,
+                   what="answers after the database is back")
     _settle_like_beat(server, cluster.url)
     ledger, refunds = _ledger_and_refunds(cluster.url)
 

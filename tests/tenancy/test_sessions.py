@@ -5,13 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.test import RequestFactory
 from django.utils import timezone
 
 from apps.common.errors import ForbiddenError
-from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.services import session_mint
-from apps.tenancy.sessions import session_from_request, verify_session
+from apps.tenancy.sessions import verify_session
 from tests.factories import AgentFactory
 
 from .conftest import bearer
@@ -19,16 +17,6 @@ from .conftest import bearer
 pytestmark = pytest.mark.django_db
 
 SESSIONS = "/api/v1/sessions"
-
-
-def _principal(agent) -> AgentPrincipal:
-    return AgentPrincipal(agent_id=agent.pk, agent_name=agent.name, tenant_id=agent.tenant_id,
-                          tenant_slug=agent.tenant.slug, key_id=0)
-
-
-def _request_with(token: str | None):
-    headers = {} if token is None else {"HTTP_X_TOOLHUB_SESSION": token}
-    return RequestFactory().post("/api/v1/invoke", **headers)
 
 
 def test_a_minted_token_verifies_for_the_agent_that_minted_it(issued, agent):
@@ -44,8 +32,7 @@ def test_a_minted_token_verifies_for_the_agent_that_minted_it(issued, agent):
     expires_at = datetime.fromisoformat(body["expires_at"])
     assert expires_at.tzinfo is not None
     assert before + timedelta(seconds=599) <= expires_at <= timezone.now() + timedelta(seconds=600)
-    request = _request_with(body["token"])
-    claims = session_from_request(request, principal=_principal(agent), now=timezone.now())
+    claims = verify_session(body["token"], tenant_id=agent.tenant_id, agent_id=agent.pk, now=timezone.now())
     assert claims is not None
     assert (claims.tenant_id, claims.agent_id, claims.subject) == (agent.tenant_id, agent.pk, "u-1001")
     assert claims.attributes == {"plan": "pro"}
@@ -92,12 +79,7 @@ def test_a_token_minted_by_another_agent_is_forbidden_in_a_request(agent):
                             ttl_s=60)
 
     with pytest.raises(ForbiddenError):
-        session_from_request(_request_with(token), principal=_principal(agent), now=timezone.now())
-
-
-@pytest.mark.parametrize("token", [None, "", "   "], ids=["absent", "empty", "blank"])
-def test_no_session_header_means_no_session(agent, token):
-    assert session_from_request(_request_with(token), principal=_principal(agent), now=timezone.now()) is None
+        verify_session(token, tenant_id=agent.tenant_id, agent_id=agent.pk, now=timezone.now())
 
 
 def test_expires_at_is_what_the_token_keeps():

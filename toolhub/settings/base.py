@@ -210,10 +210,13 @@ LOGGING = logging_config(
 # GET /metrics (Prometheus). When a token is set, scrapes must send `Authorization: Bearer
 # <token>`; production settings require one.
 TOOLHUB_METRICS_TOKEN = env.str("TOOLHUB_METRICS_TOKEN", default="")
+# Decides which tenant's rows an admin user sees; the admins of every app apply it.
+TOOLHUB_ADMIN_SCOPE = "apps.tenancy.admin_scoping.admin_scope_of"
+
 # What /metrics computes at scrape time, besides the counters and histograms processes keep.
 TOOLHUB_METRICS_COLLECTORS = [
     "apps.ledger.metrics.LedgerCollector",
-    "apps.common.metrics.CeleryQueueCollector",
+    "toolhub.metrics.CeleryQueueCollector",
 ]
 
 # Lint of tool definitions (apps/catalog/lint.py): a toolset above either limit is flagged.

@@ -7,71 +7,24 @@ into strings, so a value's JSON type is never changed, and a value they cannot f
 for the schema to refuse. Once the session's bindings have filled the arguments, `args_hash`
 (RFC 8785 JSON, SHA-256, volatile fields left out) identifies the action: the ledger keys on
 it and the loop guard counts it, so the same call from another end user is another action.
+What each normalizer does is the catalog's (apps/catalog/normalizers.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Callable, Iterable, Mapping
-from datetime import date, datetime
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import rfc8785
 
+from apps.catalog.normalizers import normalize_value
 from apps.common.errors import ErrorDetail, InvalidArgsError
 from apps.gateway.contracts import VersionSpec
 
 from .text import pointer
 
-_DATE_FORMS = (
-    re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$"),
-    re.compile(r"^(\d{4})/(\d{1,2})/(\d{1,2})$"),
-    re.compile(r"^(\d{4})(\d{2})(\d{2})$"),
-)
-_DATETIME_FORM = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 MAX_SAFE_INTEGER = 2**53 - 1
-
-
-def canonical_date(text: str) -> str:
-    """`text` as YYYY-MM-DD when it is an unambiguous date (year first) or ISO 8601 datetime.
-
-    Anything else comes back unchanged, for the schema or the rules to judge. A datetime
-    keeps the calendar date it was written with: converting to UTC could move it a day.
-    """
-    value = text.strip()
-    for form in _DATE_FORMS:
-        if match := form.match(value):
-            try:
-                return date(*(int(part) for part in match.groups())).isoformat()
-            except ValueError:
-                return text
-    if _DATETIME_FORM.match(value):
-        try:
-            return datetime.fromisoformat(value).date().isoformat()
-        except ValueError:
-            return text
-    return text
-
-
-_OPS: dict[str, Callable[[str], str]] = {
-    "trim": str.strip,
-    "lower": str.lower,
-    "upper": str.upper,
-    "date": canonical_date,
-}
-
-
-def normalize_value(value: Any, ops: Iterable[str]) -> Any:
-    """`value` with the declared string ops applied in order (to each string of a list too)."""
-    if isinstance(value, list):
-        return [normalize_value(item, ops) for item in value]
-    if not isinstance(value, str):
-        return value
-    for op in ops:
-        if transform := _OPS.get(op):
-            value = transform(value)
-    return value
 
 
 def normalize_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> dict[str, Any]:

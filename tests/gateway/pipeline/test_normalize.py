@@ -2,8 +2,9 @@ import hashlib
 
 import pytest
 
+from apps.catalog.normalizers import canonical_date
 from apps.common.errors import InvalidArgsError
-from apps.gateway.pipeline.normalize import args_hash, canonical_date, normalize_arguments
+from apps.gateway.pipeline.normalize import args_hash, normalize_arguments
 from apps.gateway.pipeline.parse import parse_arguments
 
 from .conftest import VALID_ARGS, assert_actionable, make_version

@@ -11,8 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.catalog.lint import ERROR, INFO, SEVERITY_ORDER, WARNING
+from apps.catalog.models import Tool
 from apps.catalog.selectors import catalog_findings
-from apps.tenancy.selectors import tenant_by_slug
 
 
 class Command(BaseCommand):
@@ -27,10 +27,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         tenant_id = None
         if options["tenant"]:
-            tenant = tenant_by_slug(slug=options["tenant"])
-            if tenant is None:
+            # Tenants are tenancy's, reached through the tool's relation: catalog imports no tenancy.
+            tenants = Tool._meta.get_field("tenant").related_model.objects
+            tenant_id = tenants.filter(slug=options["tenant"]).values_list("pk", flat=True).first()
+            if tenant_id is None:
                 raise CommandError(f"No tenant with slug {options['tenant']!r}.")
-            tenant_id = tenant.pk
         threshold = SEVERITY_ORDER[options["min_severity"]]
         findings = [
             f for f in catalog_findings(tenant_id=tenant_id)

@@ -1,5 +1,6 @@
 """The try-it console: one real call through the whole invoke pipeline, as an agent would make
-it, so a curator sees exactly the envelope the model would read."""
+it, so a curator sees exactly the envelope the model would read. It lives above every app it
+uses (catalog, tenancy, gateway), as a leaf."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.catalog.models import SideEffect, ToolVersion
 from apps.common.errors import ToolHubError
 from apps.gateway.contracts import ToolCall
 from apps.gateway.selectors import agent_catalog, resolve_tool
@@ -19,8 +21,6 @@ from apps.gateway.services import InvokeOptions, invoke_one
 from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
-
-from .models import SideEffect, ToolVersion
 
 CONSOLE_SESSION_TTL_S = 300
 

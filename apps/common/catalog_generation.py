@@ -2,7 +2,8 @@
 a grant, policy, tool or toolset edited.
 
 Caches of resolved tools and compiled validators are keyed on it, so every process sees a
-change on its next request without tracking who cached what.
+change on its next request without tracking who cached what. It sits below catalog and
+tenancy because both change what agents see (tools and versions; grants and policies).
 """
 
 from __future__ import annotations
