@@ -3,7 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from apps.common.views import healthz, metrics, readyz
+from apps.common.views import favicon, healthz, metrics, readyz
 from apps.gateway.mcp import McpView
 
 urlpatterns = [
@@ -16,6 +16,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
+    path("favicon.ico", favicon, name="favicon"),
 ]
 
 if settings.TOOLHUB_DEMO_ENABLED:

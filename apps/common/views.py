@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.views.defaults import page_not_found
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -55,6 +56,11 @@ def metrics(request: HttpRequest) -> HttpResponse:
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     return HttpResponse(metrics_text(), content_type=CONTENT_TYPE_LATEST)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask /favicon.ico of every page that names none (the API docs, JSON answers)."""
+    return HttpResponsePermanentRedirect(static("toolhub/favicon.ico"))
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
