@@ -48,7 +48,7 @@ class InvocationAdmin(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
     list is as fast with millions of rows as with a hundred (docs/performance.md)."""
 
     # Fits a 1440 px window: long ids are cut, whole in their title (hover) and on the row's page.
-    list_display = ("created_at", "tenant", "agent_name", "tool", "outcome", "latency", "task", "call")
+    list_display = ("created_at", "tenant_name", "agent_name", "tool", "outcome", "latency", "task", "call")
     list_select_related = ("tenant", "agent")
     list_filter = (fixed_choices_filter("status", "status", ENVELOPE_STATUSES),
                    fixed_choices_filter("kind", "error kind", _error_kinds()), ScopedToolNameFilter,
@@ -67,17 +67,23 @@ class InvocationAdmin(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
     def agent_name(self, obj: Invocation) -> str:
         return obj.agent.name
 
+    @admin.display(description="tenant", ordering="tenant__slug")
+    def tenant_name(self, obj: Invocation) -> str:
+        return shortened(str(obj.tenant), 16)
+
     @admin.display(description="tool", ordering="tool_name")
     def tool(self, obj: Invocation) -> str:
-        name = shortened(obj.tool_name, 32)
+        name = shortened(obj.tool_name, 22)
         if obj.version_number is None:
             return name
         return format_html('{} <span class="quiet">v{}</span>', name, obj.version_number)
 
     @admin.display(description="outcome", ordering="status")
     def outcome(self, obj: Invocation) -> str:
-        dry = " (dry run)" if obj.dry_run else ""
-        return f"{obj.status}: {obj.kind}{dry}" if obj.kind else f"{obj.status}{dry}"
+        outcome = f"{obj.status}: {obj.kind}" if obj.kind else obj.status
+        if obj.dry_run:
+            return format_html('{}<br><span class="quiet">dry run</span>', outcome)
+        return outcome
 
     @admin.display(description="latency", ordering="latency_ms")
     def latency(self, obj: Invocation) -> str:
@@ -85,11 +91,11 @@ class InvocationAdmin(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
 
     @admin.display(description="task", ordering="task_id")
     def task(self, obj: Invocation) -> str:
-        return shortened(obj.task_id, 28)
+        return shortened(obj.task_id, 20)
 
     @admin.display(description="call", ordering="call_id")
     def call(self, obj: Invocation) -> str:
-        return shortened(obj.call_id, 20)
+        return shortened(obj.call_id, 14)
 
 
 def milliseconds(value: float | None) -> str:
