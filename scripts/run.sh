@@ -119,6 +119,7 @@ cat <<BANNER
                  Authorization: Bearer ${agent_key}
    Health        ${BASE_URL}/healthz   ${BASE_URL}/readyz
    Demo upstream ${BASE_URL}/demo/payments/refunds
+   Operator demo .venv/bin/python manage.py demo_scenarios   (fills triage, approvals, ledger)
 
  Demo credentials derive from SECRET_KEY: set SECRET_KEY (and TOOLHUB_ADMIN_PASSWORD)
  in .env before exposing this anywhere. Ctrl-C stops everything.

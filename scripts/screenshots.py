@@ -5,7 +5,8 @@
 Migrates and seeds the given (scratch!) database with the demo and a day of operations,
 serves it with Django's runserver on a free loopback port, and has headless Chromium
 (Debian's, /usr/bin/chromium) save docs/admin-version.png, docs/admin-version-unsaved.png,
-docs/admin-dashboard.png, docs/admin-triage.png and docs/admin-triage-entry.png.
+docs/admin-dashboard.png, docs/admin-triage.png, docs/admin-triage-entry.png,
+docs/admin-invocations.png and docs/admin-payments-faults.png (an empty list explaining itself).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings.base")
+# The seed publishes refund_payment, which reaches the demo upstream on loopback (as make run does).
+os.environ.setdefault("TOOLHUB_EGRESS_ALLOW", "127.0.0.1:*")
 
 import django  # noqa: E402
 
@@ -35,6 +38,7 @@ from apps.audit.models import Invocation  # noqa: E402
 from apps.capabilities.models import CapabilityRequest  # noqa: E402
 from apps.catalog.models import ToolVersion, VersionStatus  # noqa: E402
 from apps.catalog.services import version_create_draft_from, version_save_draft  # noqa: E402
+from apps.demo_shop.models import PaymentsFault  # noqa: E402
 from apps.ledger.models import Approval, LedgerEntry, LedgerState, ReconcileAttempt  # noqa: E402
 from apps.tenancy.models import Agent, Tenant  # noqa: E402
 
@@ -89,8 +93,9 @@ def seed() -> ToolVersion:
         arguments={"order_id": "ORD-000120", "amount_cents": 48000, "user_id": "u-2002"}, run_async=True,
     )
     Approval.objects.create(entry=waiting, tenant=tenant, version=refund, args_hash="ha",
-                            reason="Refunds above 100.00 need an operator's approval.",
+                            reason="amount_cents is 48000, above 45000: an operator must approve it.",
                             expires_at=now + timedelta(minutes=50))
+    PaymentsFault.objects.all().delete()
     for name, count in [("export_invoice_pdf", 41), ("change_shipping_address", 17), ("track_parcel", 9)]:
         CapabilityRequest.objects.update_or_create(
             tenant=tenant, name=name, defaults={"count": count, "first_seen": now - timedelta(days=3),
@@ -135,6 +140,10 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.screenshot(path=str(ROOT / "docs/admin-triage.png"), full_page=True)
         page.locator("#result_list a", has_text="refund_payment").first.click()
         page.screenshot(path=str(ROOT / "docs/admin-triage-entry.png"), full_page=True)
+        page.goto(f"{base}/admin/audit/invocation/")
+        page.screenshot(path=str(ROOT / "docs/admin-invocations.png"))
+        page.goto(f"{base}/admin/demo_shop/paymentsfault/")
+        page.screenshot(path=str(ROOT / "docs/admin-payments-faults.png"))
         browser.close()
 
 
@@ -159,7 +168,7 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=10)
     print("Saved docs/admin-version.png, admin-version-unsaved.png, admin-dashboard.png, admin-triage.png, "
-          "admin-triage-entry.png")
+          "admin-triage-entry.png, admin-invocations.png, admin-payments-faults.png")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from apps.common.views import favicon
 from apps.gateway.mcp import McpView
 from toolhub.views import healthz, metrics, readyz
 
@@ -16,6 +17,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
+    path("favicon.ico", favicon, name="favicon"),
 ]
 
 if settings.TOOLHUB_DEMO_ENABLED:

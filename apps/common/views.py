@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.templatetags.static import static
 from django.views.defaults import page_not_found
 
 from .errors import NotFoundError
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask /favicon.ico of every page that names none (the API docs, JSON answers)."""
+    return HttpResponsePermanentRedirect(static("toolhub/favicon.ico"))
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import date
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -23,19 +22,21 @@ from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
 
 CONSOLE_SESSION_TTL_S = 300
+# The demo shop's first month of orders, so that a sample search of the demo finds some.
+SAMPLE_START_DATE, SAMPLE_END_DATE = "2026-01-01", "2026-01-31"
 
 
 def sample_arguments(parameters: Mapping[str, Any], bindings: Mapping[str, Any]) -> dict[str, Any]:
-    """Plausible arguments for a schema, to start from: first enum value, lower bounds, today
-    for dates. Bound fields are left out: the session fills them, as for a model."""
+    """Plausible arguments for a schema, to start from: first enum value, lower bounds, a month
+    with demo data for dates. Bound fields are left out: the session fills them, as for a model."""
     return {
-        name: _sample(node)
+        name: _sample(node, name)
         for name, node in (parameters.get("properties") or {}).items()
         if name not in bindings and isinstance(node, Mapping)
     }
 
 
-def _sample(node: Mapping[str, Any]) -> Any:
+def _sample(node: Mapping[str, Any], name: str = "") -> Any:
     if node.get("enum"):
         return node["enum"][0]
     if "const" in node:
@@ -49,9 +50,9 @@ def _sample(node: Mapping[str, Any]) -> Any:
     if kind == "array":
         return []
     if kind == "object":
-        return {name: _sample(sub) for name, sub in (node.get("properties") or {}).items()}
+        return {key: _sample(sub, key) for key, sub in (node.get("properties") or {}).items()}
     if node.get("format") == "date" or "\\d{4}-\\d{2}-\\d{2}" in str(node.get("pattern", "")):
-        return date.today().isoformat()
+        return SAMPLE_END_DATE if "end" in name or name.endswith(("_to", "until")) else SAMPLE_START_DATE
     return "example"
 
 

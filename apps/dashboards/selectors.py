@@ -22,6 +22,7 @@ from django.utils import timezone
 from apps.audit.models import Invocation
 from apps.capabilities.models import CapabilityReason, CapabilityRequest, CapabilityStatus
 from apps.catalog.lint import SEVERITY_ORDER
+from apps.catalog.models import Tool
 from apps.catalog.selectors import catalog_findings
 from apps.common.admin_filters import AGES
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
@@ -134,6 +135,9 @@ def _calls_over_time(overview: Overview, calls: QuerySet, bucket: Any) -> None:
 
 
 def _latency_per_tool(calls: QuerySet) -> list[ToolLatency]:
+    """p50 and p95 per tool that exists: a name no tool has (an unknown_tool call) is for the
+    capability requests, not the latency chart."""
+    calls = calls.filter(Q(version_number__isnull=False) | Q(tool_name__in=Tool.objects.values("name")))
     counts = calls.values("tool_name").annotate(
         calls=Count("id"), errors=Count("id", filter=Q(status="error"))
     )

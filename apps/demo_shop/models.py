@@ -41,3 +41,33 @@ class DemoRefund(models.Model):
 
     def __str__(self) -> str:
         return f"{self.refund_id} {self.order_id} {self.amount_cents}"
+
+
+class PaymentsFaultKind(models.TextChoices):
+    TIMEOUT = "timeout", "the next refund times out (recorded, answered after refund_payment's timeout)"
+    FAIL_AFTER = "fail_after", "the next refund fails after recording (HTTP 500)"
+    FAIL_BEFORE = "fail_before", "the next refund fails before recording (HTTP 503)"
+    STATUS_DOWN = "status_down", "the next refund status check fails (HTTP 503)"
+
+
+class PaymentsFault(models.Model):
+    """A fault the payments upstream injects once, into the next request of its kind.
+
+    Stored in the database (not the cache) so that an operator's admin, a management
+    command and the web server all see the same faults, whatever cache each process has.
+    """
+
+    kind = models.CharField(max_length=12, choices=PaymentsFaultKind.choices)
+    armed_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    used_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a request consumed it; empty: still armed."
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "payments fault"
+        indexes = [models.Index(fields=["kind", "used_at", "created_at"], name="demo_fault_next")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} ({'used' if self.used_at else 'armed'})"

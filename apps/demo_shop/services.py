@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q, Sum
+from django.utils import timezone
 
 from apps.audit.services import audit_record
 from apps.catalog.definitions import platform_settings_named
@@ -26,7 +27,7 @@ from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
 from apps.tenancy.services import agent_get_or_create, agent_key_cache_key, grant_save
 
-from .models import DemoOrder, DemoRefund, OrderStatus
+from .models import DemoOrder, DemoRefund, OrderStatus, PaymentsFault, PaymentsFaultKind
 from .selectors import (
     STATUS_ENDPOINT_DOWN_CACHE_KEY,
     order_get_for_user,
@@ -182,6 +183,35 @@ def set_status_endpoint_down(down: bool) -> None:
         cache.set(STATUS_ENDPOINT_DOWN_CACHE_KEY, True, timeout=None)
     else:
         cache.delete(STATUS_ENDPOINT_DOWN_CACHE_KEY)
+
+
+def payments_fault_arm(*, kind: str, actor: str, times: int = 1) -> list[PaymentsFault]:
+    """Arm `times` one-shot faults of `kind` for the payments upstream. Writes the faults and
+    an audit event; the next matching requests consume them, oldest first."""
+    with transaction.atomic():
+        faults = [PaymentsFault.objects.create(kind=kind, armed_by=actor) for _ in range(times)]
+        audit_record(actor=actor, action="demo_payments.fault_arm", target=faults[0],
+                     data={"kind": kind, "times": times})
+    return faults
+
+
+def payments_fault_take(*, kinds: tuple[str, ...]) -> str | None:
+    """Consume the oldest armed fault of one of `kinds`; its kind, or None when none is armed.
+
+    A conditional UPDATE claims it, so two concurrent requests never take the same fault.
+    """
+    while True:
+        fault_id = (
+            PaymentsFault.objects.filter(kind__in=kinds, used_at__isnull=True)
+            .order_by("created_at", "pk").values_list("pk", flat=True).first()
+        )
+        if fault_id is None:
+            return None
+        if PaymentsFault.objects.filter(pk=fault_id, used_at__isnull=True).update(used_at=timezone.now()):
+            return PaymentsFault.objects.values_list("kind", flat=True).get(pk=fault_id)
+
+
+REFUND_FAULTS = (PaymentsFaultKind.TIMEOUT, PaymentsFaultKind.FAIL_AFTER, PaymentsFaultKind.FAIL_BEFORE)
 
 
 # --- seed ------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from typing import Any
 
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 ORDER_ID_PATTERN = r"^ORD-\d{6}$"
+# Refunds above this wait for an operator (orders are 500 to 50,000 cents).
+REFUND_APPROVAL_ABOVE_CENTS = 45_000
 
 _USER_ID = {
     "type": "string",
@@ -144,7 +146,8 @@ REFUND_PAYMENT: dict[str, Any] = {
         "is left to refund of the order (its amount less earlier refunds): the provider refuses "
         "more and says how much is left. Look the order up first. Each call is a new refund: "
         "never call it again after a timeout or an unknown outcome, the outcome is being "
-        "checked. Does not cancel the order (use cancel_order)."
+        "checked. A refund above 45000 cents waits for an operator's approval: tell the user "
+        "it is pending. Does not cancel the order (use cancel_order)."
     ),
     "parameters": _object({
         "order_id": _ORDER_ID,
@@ -163,6 +166,7 @@ REFUND_PAYMENT: dict[str, Any] = {
         "status_path": "/refunds",
         "secret_ref": "DEMO_PAYMENTS_API_KEY",
     },
+    "approval": {"field": "amount_cents", "above": REFUND_APPROVAL_ABOVE_CENTS},
     "timeout_s": 3.0,
 }
 

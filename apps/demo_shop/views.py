@@ -8,6 +8,10 @@ Test knobs, query parameters of POST, make ambiguous outcomes reproducible:
 `delay_ms=N` sleeps N ms before answering (after recording), `fail=before` answers 503
 with nothing recorded, `fail=after` records the refund and then answers 500. The status
 endpoint can be taken down with `services.set_status_endpoint_down`.
+
+The same faults can be armed ahead, one request each, without touching the caller's URL
+(`services.payments_fault_arm`, the admin's *Demo shop → Payments faults*): a refund
+without knobs consumes the oldest armed refund fault, a status check a `status_down` one.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
 from .api_keys import demo_api_key_matches
-from .models import DemoRefund
+from .models import DemoRefund, PaymentsFaultKind
 from .selectors import refund_get_by_key, status_endpoint_is_down
-from .services import RefundRefused, refund_create
+from .services import REFUND_FAULTS, RefundRefused, payments_fault_take, refund_create
+from .tool_definitions import REFUND_PAYMENT
 
 MAX_DELAY_MS = 60_000
+# An armed timeout answers this long after recording: past refund_payment's seeded timeout.
+TIMEOUT_FAULT_DELAY_MS = int(REFUND_PAYMENT["timeout_s"] * 1000) + 2000
 MAX_KEY_CHARS = DemoRefund._meta.get_field("idempotency_key").max_length
 
 
@@ -76,6 +83,20 @@ def _knobs(request: HttpRequest) -> _Knobs:
     return _Knobs(delay_ms=delay_ms, fail=fail)
 
 
+def _armed_knobs() -> _Knobs:
+    """The knobs of the oldest armed refund fault, consumed; none armed: no knobs."""
+    kind = payments_fault_take(kinds=REFUND_FAULTS)
+    if kind == PaymentsFaultKind.TIMEOUT:
+        return _Knobs(delay_ms=TIMEOUT_FAULT_DELAY_MS)
+    if kind in (PaymentsFaultKind.FAIL_AFTER, PaymentsFaultKind.FAIL_BEFORE):
+        return _Knobs(fail=kind.removeprefix("fail_"))
+    return _Knobs()
+
+
+def _nothing_recorded() -> JsonResponse:
+    return _error(503, "unavailable", "The payments provider is unavailable; nothing was recorded.")
+
+
 def _refund_input(request: HttpRequest) -> _RefundInput:
     key = request.headers.get("Idempotency-Key", "").strip()
     if not key:
@@ -115,8 +136,12 @@ class RefundsView(View):
     def post(self, request: HttpRequest) -> HttpResponse:
         knobs = _knobs(request)
         if knobs.fail == "before":
-            return _error(503, "unavailable", "The payments provider is unavailable; nothing was recorded.")
+            return _nothing_recorded()
         data = _refund_input(request)
+        if knobs == _Knobs():
+            knobs = _armed_knobs()
+            if knobs.fail == "before":
+                return _nothing_recorded()
         try:
             outcome = refund_create(
                 idempotency_key=data.idempotency_key, order_id=data.order_id,
@@ -134,7 +159,7 @@ class RefundsView(View):
         return response
 
     def get(self, request: HttpRequest) -> HttpResponse:
-        if status_endpoint_is_down():
+        if status_endpoint_is_down() or payments_fault_take(kinds=(PaymentsFaultKind.STATUS_DOWN,)):
             return _error(503, "unavailable", "The refund status service is unavailable.")
         key = request.GET.get("idempotency_key", "")
         if not key:

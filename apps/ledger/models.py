@@ -77,7 +77,7 @@ class LedgerEntry(TenantOwnedModel):
         permissions = [("settle_ledgerentry", "Can settle or reconcile an unknown ledger entry")]
 
     def __str__(self) -> str:
-        return f"{self.tool_id}:{self.task_id}/{self.call_id} [{self.state}]"
+        return f"{self.tool.name} · task {self.task_id} · call {self.call_id} · {self.state}"
 
 
 class TriageEntry(LedgerEntry):

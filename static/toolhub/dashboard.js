@@ -28,7 +28,8 @@
     data: {labels: data.latency.labels, datasets: [
       {label: "p50", data: data.latency.p50, backgroundColor: "#2b5c8a"},
       {label: "p95", data: data.latency.p95, backgroundColor: "#f5b841"}]},
-    options: {scales: {y: {beginAtZero: true}}, onClick: opener((e) => data.latency.links[e.index])},
+    options: {scales: {y: {beginAtZero: true, title: {display: true, text: "ms"}}},
+      onClick: opener((e) => data.latency.links[e.index])},
   });
   new Chart(document.getElementById("chart-unknown"), {
     type: "bar",

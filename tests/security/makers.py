@@ -21,7 +21,7 @@ from django.utils import timezone
 from apps.audit.models import AuditEvent, Invocation
 from apps.capabilities.models import CapabilityRequest
 from apps.catalog.models import Toolset, ToolsetPhase
-from apps.demo_shop.models import DemoOrder, DemoRefund
+from apps.demo_shop.models import DemoOrder, DemoRefund, PaymentsFault
 from apps.ledger.models import Approval, LedgerEntry, LedgerEvent, ReconcileAttempt
 from apps.tenancy.models import Grant, StaffScope, TenantPolicy
 from apps.tenancy.services import agent_key_issue
@@ -233,3 +233,8 @@ def _refund(rows: TenantRows) -> models.Model:
         refund_id=f"{rows.slug}-refund"[:32], idempotency_key=f"{rows.slug}/task/call/refund/h",
         order_id=order.order_id, amount_cents=100,
     )
+
+
+@maker("demo_shop.PaymentsFault")
+def _payments_fault(rows: TenantRows) -> models.Model:
+    return PaymentsFault.objects.create(kind="timeout", armed_by=f"{rows.slug}-operator")

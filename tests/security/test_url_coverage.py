@@ -22,6 +22,7 @@ ALLOWED: dict[str, str] = {
     "demo/orders/search": "The demo shop's own ungoverned order search (the bench baseline): demo data only.",
     "demo/orders/cancel": "The demo shop's own ungoverned cancel (the write bench baseline), behind the "
     "shop's API key: demo data only.",
+    "favicon.ico": "A redirect to the static icon: the same for everyone.",
     "admin/(?P<url>.*)$": "The admin's catch-all: a 404 or a login redirect for URLs nobody registered.",
 }
 
