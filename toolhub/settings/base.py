@@ -142,7 +142,7 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "ToolHub API",
-    "DESCRIPTION": "Governed tool invocation for LLM agents. See docs/ and the contract.",
+    "DESCRIPTION": "Governed tool invocation for LLM agents. The contract: docs/contract.md.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
