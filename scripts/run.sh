@@ -43,6 +43,9 @@ export TOOLHUB_EGRESS_ALLOW="${allow:+${allow},}127.0.0.1:${PORT}"
 
 export LOG_FORMAT=${LOG_FORMAT:-plain}
 export LOG_ROUTINE_LEVEL=${LOG_ROUTINE_LEVEL:-DEBUG}
+# Celery's --loglevel sets the root level of the worker and beat: the one the settings use.
+LOG_LEVEL=$(setting LOG_LEVEL)
+LOG_LEVEL=${LOG_LEVEL:-INFO}
 
 # Web workers, Celery and beat are separate processes: the settings' default in-memory
 # cache would give each its own key cache and rate counters, so share one on disk.
@@ -144,8 +147,8 @@ start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
   --worker-class gthread --workers 2 --threads 4 --timeout 60 --graceful-timeout 5 \
   --no-control-socket
 # --quiet: no ASCII-art banners on stdout; what they say is in the logs, at DEBUG.
-start worker "$BIN/celery" -A toolhub --quiet worker --loglevel "${LOG_LEVEL:-INFO}" --concurrency 2 --hostname "toolhub@%h"
-start beat "$BIN/celery" -A toolhub --quiet beat --loglevel "${LOG_LEVEL:-INFO}"
+start worker "$BIN/celery" -A toolhub --quiet worker --loglevel "$LOG_LEVEL" --concurrency 2 --hostname "toolhub@%h"
+start beat "$BIN/celery" -A toolhub --quiet beat --loglevel "$LOG_LEVEL"
 
 # The banner comes once the server answers /readyz (database and broker reachable), so it
 # is the last thing on the screen, not lost above the processes' startup lines.
