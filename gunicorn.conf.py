@@ -24,7 +24,7 @@ import sys
 import tempfile
 from typing import Any
 
-from apps.common.logs import logging_config
+from apps.common.logs import logging_config_from_env
 from apps.common.wsgi import body_left_unread
 
 # The longest timeout a tool version may declare (ToolVersion.timeout_s ≤ 600 s), plus a
@@ -50,9 +50,7 @@ else:
 # Logs go to stderr as JSON (apps/common/logs.py). Gunicorn's access log stays off:
 # RequestIdMiddleware writes one line per request, with its request id.
 errorlog = "-"
-logconfig_dict = logging_config(
-    level=os.environ.get("LOG_LEVEL", "INFO"), fmt=os.environ.get("LOG_FORMAT", "json")
-)
+logconfig_dict = logging_config_from_env(os.environ)
 
 # prometheus_client's multiprocess mode: each worker writes its counters to files in this
 # directory and /metrics adds them up, whichever worker serves the scrape. Set here, in the

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # `make run`: the whole demo on one machine that has only Python. Migrates, seeds the demo,
 # then runs the web server (admin, agent API, demo payments upstream), a Celery worker and
-# Celery beat side by side until Ctrl-C, which stops all three.
+# Celery beat side by side, prints the banner (logins, key, URLs) once they answer, and
+# runs until Ctrl-C, which stops all three and exits 0.
 #
-# Defaults need no service: SQLite and a filesystem broker under var/. DATABASE_URL and
-# CELERY_BROKER_URL (environment or .env) switch to PostgreSQL / Redis; TOOLHUB_PORT
-# moves the server off 8000.
+# Defaults need no service: SQLite and a filesystem broker under var/ (TOOLHUB_VAR_DIR
+# moves it). DATABASE_URL and CELERY_BROKER_URL (environment or .env) switch to
+# PostgreSQL / Redis; TOOLHUB_PORT moves the server off 8000.
+#
+# Logs are for a person at a terminal: plain one-line records, coloured on a terminal,
+# and routine lines (startup, beat's periodic jobs, probes) at DEBUG, so the terminal
+# shows what happens. LOG_FORMAT, LOG_COLOR and LOG_ROUTINE_LEVEL in the environment win.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,16 +18,39 @@ PY=.venv/bin/python
 BIN=.venv/bin
 PORT=${TOOLHUB_PORT:-8000}
 BASE_URL="http://127.0.0.1:${PORT}"
+
+# A setting as the processes will see it: the environment's value, else .env's.
+setting() {
+  local name=$1
+  if [ -n "${!name:-}" ]; then
+    printf '%s' "${!name}"
+  else
+    sed -n "s/^${name}=//p" .env 2>/dev/null | tail -n 1 | tr -d "\"'" || true
+  fi
+}
+
+# SQLite, the filesystem broker and the file cache live here (the settings read it too).
+VAR_DIR=$(setting TOOLHUB_VAR_DIR)
+VAR_DIR=${VAR_DIR:-var}
+case $VAR_DIR in /*) ;; *) VAR_DIR="${PWD}/${VAR_DIR}" ;; esac
+export TOOLHUB_VAR_DIR=$VAR_DIR
+
 # The http executor reaches the demo payments upstream on this same server (the settings
 # derive TOOLHUB_DEMO_PAYMENTS_URL from TOOLHUB_PORT): the egress policy must let it reach
 # this loopback port, on top of whatever the environment or .env allows.
-allow=${TOOLHUB_EGRESS_ALLOW:-$(sed -n 's/^TOOLHUB_EGRESS_ALLOW=//p' .env 2>/dev/null | tail -n 1 | tr -d "\"'" || true)}
+allow=$(setting TOOLHUB_EGRESS_ALLOW)
 export TOOLHUB_EGRESS_ALLOW="${allow:+${allow},}127.0.0.1:${PORT}"
 
+export LOG_FORMAT=${LOG_FORMAT:-plain}
+export LOG_ROUTINE_LEVEL=${LOG_ROUTINE_LEVEL:-DEBUG}
+# Celery's --loglevel sets the root level of the worker and beat: the one the settings use.
+LOG_LEVEL=$(setting LOG_LEVEL)
+LOG_LEVEL=${LOG_LEVEL:-INFO}
+
 # Web workers, Celery and beat are separate processes: the settings' default in-memory
-# cache would give each its own key cache and rate counters, so share one under var/.
-if [ -z "${CACHE_URL:-}" ] && ! grep -qs '^CACHE_URL=' .env; then
-  export CACHE_URL="filecache://${PWD}/var/cache"
+# cache would give each its own key cache and rate counters, so share one on disk.
+if [ -z "$(setting CACHE_URL)" ]; then
+  export CACHE_URL="filecache://${VAR_DIR}/cache"
 fi
 
 pids=()
@@ -75,12 +103,13 @@ stop() {
   fi
   exit "$code"
 }
-trap 'stop 130' INT
+# Ctrl-C is how a person ends `make run`: a clean stop, not an error.
+trap 'stop 0' INT
 trap 'stop 143' TERM
 trap 'stop 129' HUP
 trap 'stop $?' EXIT
 
-mkdir -p var/broker var/broker-processed var/broker-control
+mkdir -p "$VAR_DIR"/broker "$VAR_DIR"/broker-processed "$VAR_DIR"/broker-control
 echo "Preparing the database…"
 "$PY" manage.py migrate --noinput -v 0
 "$PY" manage.py collectstatic --noinput -v 0
@@ -90,25 +119,8 @@ admin_user=$(printed ADMIN_USER)
 admin_password=$(printed ADMIN_PASSWORD)
 agent_key=$(printed AGENT_KEY)
 
-start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
-  --worker-class gthread --workers 2 --threads 4 --timeout 60 --graceful-timeout 5 \
-  --no-control-socket
-start worker "$BIN/celery" -A toolhub worker --loglevel INFO --concurrency 2 --hostname "toolhub@%h"
-start beat "$BIN/celery" -A toolhub beat --loglevel INFO
-
-ready=0
-for _ in $(seq 1 60); do
-  if "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
-    "${BASE_URL}/healthz" 2>/dev/null; then ready=1; break; fi
-  stop_if_one_died
-  sleep 0.5
-done
-if [ "$ready" != 1 ]; then
-  echo "The web server did not answer ${BASE_URL}/healthz within 30 s; is port ${PORT} free?" >&2
-  stop 1
-fi
-
-cat <<BANNER
+print_banner() {
+  cat <<BANNER
 
 ================================================================================
  ToolHub is running (demo tenant "demo", agent "support-bot")
@@ -129,6 +141,30 @@ ADMIN_PASSWORD=${admin_password}
 AGENT_KEY=${agent_key}
 
 BANNER
+}
+
+echo "Starting the web server, a Celery worker and Celery beat on ${BASE_URL}…"
+start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
+  --worker-class gthread --workers 2 --threads 4 --timeout 60 --graceful-timeout 5 \
+  --no-control-socket
+# --quiet: no ASCII-art banners on stdout; what they say is in the logs, at DEBUG.
+start worker "$BIN/celery" -A toolhub --quiet worker --loglevel "$LOG_LEVEL" --concurrency 2 --hostname "toolhub@%h"
+start beat "$BIN/celery" -A toolhub --quiet beat --loglevel "$LOG_LEVEL"
+
+# The banner comes once the server answers /readyz (database and broker reachable), so it
+# is the last thing on the screen, not lost above the processes' startup lines.
+ready=0
+for _ in $(seq 1 60); do
+  if "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
+    "${BASE_URL}/readyz" 2>/dev/null; then ready=1; break; fi
+  stop_if_one_died
+  sleep 0.5
+done
+if [ "$ready" != 1 ]; then
+  echo "The web server did not answer ${BASE_URL}/readyz within 30 s; is port ${PORT} free?" >&2
+  stop 1
+fi
+print_banner
 
 while true; do
   stop_if_one_died

@@ -1,9 +1,21 @@
 """The OpenAPI schema documents the agent API completely enough to test against."""
 
+import re
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+
+CONTRACT = Path(__file__).resolve().parents[1] / "docs" / "contract.md"
+
+
+def _contract_table(heading: str) -> list[str]:
+    """The first column of the table that follows `heading` in docs/contract.md."""
+    text = CONTRACT.read_text().split(heading, 1)[1]
+    table = re.search(r"\n\|[^\n]*\|\n\|[-| ]+\|\n((?:\|[^\n]*\n)+)", text)
+    assert table, f"no table after {heading!r} in docs/contract.md"
+    return [row.split("|")[1].strip().strip("`") for row in table[1].splitlines()]
 
 
 def test_the_schema_generates_without_a_warning():
@@ -31,3 +43,15 @@ def test_invoke_documents_the_envelope_and_the_error_statuses(client):
         "/api/v1/executions/{execution_id}",
         "/api/v1/sessions",
     }
+
+
+@pytest.mark.django_db
+def test_the_schema_and_the_contract_name_the_same_error_kinds_statuses_and_extras(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+
+    envelope = schema["components"]["schemas"]["Envelope"]["properties"]
+    kinds = set(schema["components"]["schemas"]["KindEnum"]["enum"])
+    invoke = schema["paths"]["/api/v1/invoke"]["post"]
+    assert kinds == set(_contract_table("Error kinds, a fixed set:"))
+    assert set(invoke["responses"]) <= set(_contract_table("HTTP statuses:"))
+    assert {"suggestions", "available_in", "retry_after_s", "error_id", "poll", "cached"} <= set(envelope)

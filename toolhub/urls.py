@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from apps.common.views import favicon
 from apps.gateway.mcp import McpView
@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/v1/", include("apps.tenancy.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("mcp", McpView.as_view(), name="mcp"),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),

@@ -1,17 +1,22 @@
 """Structured logs: one JSON object per line, each naming its request or Celery task.
 
 `RequestContextFilter` (on the handler, so it sees every logger's records) adds
-`request_id` and `task_id`; `JsonFormatter` writes the record with python-json-logger and
-`PlainFormatter` writes a line for people (LOG_FORMAT=plain). Both scrub credentials from
-the final text as a last line of defence: no code logs headers on purpose, and a
-formatter is the one place every line passes through.
+`request_id` and `task_id`; `RoutineFilter` moves routine lines (a process started or
+stopped, beat's periodic round, a probe) to their own level; `JsonFormatter` writes the
+record with python-json-logger and `PlainFormatter` writes one line for people
+(LOG_FORMAT=plain). Both scrub credentials from the final text as a last line of defence:
+no code logs headers on purpose, and a formatter is the one place every line passes through.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import logging.config
 import re
+import sys
+import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
@@ -53,6 +58,60 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
+# Lines that only say a process started, connected or stopped, by logger: any INFO line of
+# these loggers, or those whose format string starts with one of the prefixes.
+_LIFECYCLE_LOGGERS = frozenset({"gunicorn.error", "celery.worker.consumer.mingle", "environ.environ"})
+_LIFECYCLE_MESSAGES: dict[str, tuple[str, ...]] = {
+    "celery.beat": ("beat: Starting", "Scheduler: Sending due task"),
+    "celery.apps.worker": ("%s ready.",),
+    "celery.worker.consumer.connection": ("Connected to",),
+    # The filesystem broker (`make run`) has no host; kombu warns about it at every connection.
+    "kombu.connection": ("No hostname was supplied",),
+}
+# The worker's received / succeeded lines, routine for the periodic jobs only.
+_TASK_LOGGERS = frozenset({"celery.worker.strategy", "celery.app.trace"})
+_PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+@functools.cache
+def _periodic_tasks() -> frozenset[str]:
+    from celery import current_app
+
+    return frozenset(entry["task"] for entry in current_app.conf.beat_schedule.values())
+
+
+def is_routine(record: logging.LogRecord) -> bool:
+    """Whether a line only says that things run as usual: a process started, connected or
+    stopped, beat sent a periodic job and the worker ran it, a probe or scrape answered."""
+    if record.levelno > logging.WARNING:
+        return False
+    if record.name in _LIFECYCLE_LOGGERS:
+        return record.levelno <= logging.INFO
+    if record.name in _LIFECYCLE_MESSAGES:
+        return str(record.msg).startswith(_LIFECYCLE_MESSAGES[record.name])
+    if record.name in _TASK_LOGGERS:
+        task = record.args.get("name") if isinstance(record.args, Mapping) else None
+        return record.levelno <= logging.INFO and task in _periodic_tasks()
+    if record.name == "toolhub.access":
+        return getattr(record, "path", None) in _PROBE_PATHS and getattr(record, "status", 500) < 400
+    return False
+
+
+class RoutineFilter(logging.Filter):
+    """Logs routine lines (`is_routine`) at `level`: INFO by default, DEBUG for `make run`,
+    whose terminal should show what happens, not that the system is idle."""
+
+    def __init__(self, level: str = "INFO") -> None:
+        super().__init__()
+        self.level = logging.getLevelName(level.upper())
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == self.level or not is_routine(record):
+            return True
+        record.levelno, record.levelname = self.level, logging.getLevelName(self.level)
+        return logging.getLogger(record.name).isEnabledFor(self.level)
+
+
 class JsonFormatter(_LibraryJsonFormatter):
     """`{"time", "level", "logger", "message", "request_id", "task_id", ...extra}` per line."""
 
@@ -71,29 +130,67 @@ class JsonFormatter(_LibraryJsonFormatter):
         return redact(super().format(record))
 
 
-class PlainFormatter(logging.Formatter):
-    """A line for people, with the same ids and the same scrubbing."""
+_COLOURS = {
+    logging.DEBUG: "\033[2m",  # dim
+    logging.INFO: "\033[32m",  # green
+    logging.WARNING: "\033[33m",  # yellow
+    logging.ERROR: "\033[31m",  # red
+    logging.CRITICAL: "\033[1;31m",  # bold red
+}
+_DIM, _RESET = "\033[2m", "\033[0m"
 
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s [%(request_id)s %(task_id)s] %(message)s")
+
+class PlainFormatter(logging.Formatter):
+    """One line per record for people: time, level, logger, message, and the request and
+    task ids when there are any. A message's line breaks are folded into spaces (Celery's
+    and Python's warnings span lines); only a traceback follows its line, indented.
+    Colours mark the level when `colour` is on (LOG_COLOR). Scrubbed like the JSON lines."""
+
+    def __init__(self, colour: bool = False) -> None:
+        super().__init__(datefmt="%Y-%m-%d %H:%M:%S")
+        self.colour = colour
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        message = " ".join(part.strip() for part in record.getMessage().splitlines() if part.strip())
+        ids = "".join(
+            f" {name}={value}"
+            for name in ("request_id", "task_id")
+            if (value := getattr(record, name, None))
+        )
+        level, logger = f"{record.levelname:<7}", record.name
+        if self.colour:
+            level = f"{_COLOURS.get(record.levelno, '')}{level}{_RESET}"
+            logger, ids = f"{_DIM}{logger}{_RESET}", f"{_DIM}{ids}{_RESET}" if ids else ""
+        line = f"{self.formatTime(record, self.datefmt)} {level} {logger}: {message}{ids}"
+        if record.exc_info:
+            line += "\n" + textwrap.indent(self.formatException(record.exc_info), "    ")
+        if record.stack_info:
+            line += "\n" + textwrap.indent(self.formatStack(record.stack_info), "    ")
+        return redact(line)
 
 
-def logging_config(*, level: str, fmt: str) -> dict[str, Any]:
+def logging_config(
+    *, level: str, fmt: str, colour: bool = False, routine_level: str = "INFO"
+) -> dict[str, Any]:
     """The dictConfig of every ToolHub process: web (Django, gunicorn), worker and beat."""
     formatter = "plain" if fmt == "plain" else "json"
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"context": {"()": "apps.common.logs.RequestContextFilter"}},
+        "filters": {
+            "context": {"()": "apps.common.logs.RequestContextFilter"},
+            "routine": {"()": "apps.common.logs.RoutineFilter", "level": routine_level},
+        },
         "formatters": {
             "json": {"()": "apps.common.logs.JsonFormatter"},
-            "plain": {"()": "apps.common.logs.PlainFormatter"},
+            "plain": {"()": "apps.common.logs.PlainFormatter", "colour": colour},
         },
         "handlers": {
-            "console": {"class": "logging.StreamHandler", "formatter": formatter, "filters": ["context"]},
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": formatter,
+                "filters": ["context", "routine"],
+            },
         },
         "root": {"handlers": ["console"], "level": level},
         "loggers": {
@@ -106,6 +203,22 @@ def logging_config(*, level: str, fmt: str) -> dict[str, Any]:
             "django": {"handlers": [], "level": level, "propagate": True},
         },
     }
+
+
+def logging_config_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """`logging_config` from LOG_LEVEL, LOG_FORMAT, LOG_COLOR and LOG_ROUTINE_LEVEL.
+
+    LOG_COLOR is `auto` by default: colours when stderr, where the lines go, is a terminal
+    and NO_COLOR (no-color.org) is not set.
+    """
+    colour = environ.get("LOG_COLOR", "auto").strip().lower()
+    return logging_config(
+        level=environ.get("LOG_LEVEL", "INFO"),
+        fmt=environ.get("LOG_FORMAT", "json"),
+        colour=(sys.stderr.isatty() and "NO_COLOR" not in environ) if colour == "auto"
+        else colour in {"1", "true", "yes", "on"},
+        routine_level=environ.get("LOG_ROUTINE_LEVEL", "INFO"),
+    )
 
 
 def celery_setup_logging(*, loglevel: int | str | None, config: dict[str, Any]) -> None:

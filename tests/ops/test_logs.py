@@ -11,6 +11,7 @@ import sys
 from celery import shared_task
 from rest_framework.test import APIClient
 
+from apps.common.logs import PlainFormatter, logging_config_from_env
 from apps.tenancy.services import agent_key_issue
 from tests.ops.conftest import ROOT
 
@@ -156,3 +157,64 @@ def test_celery_processes_log_json_with_the_project_configuration():
     assert result.returncode == 0, result.stderr
     assert {"message": "worker line", "logger": "celery.worker", "level": "INFO"}.items() <= lines[-1].items()
     assert "task_id" in lines[-1] and "request_id" in lines[-1]
+
+
+# What the processes log while idle or starting, shaped as Celery, gunicorn and the access
+# middleware log it, and two lines that are news: a task that did real work, a refused call.
+_EMIT_LINES = """
+import logging, os, django; django.setup()
+from toolhub.celery import app; app.log.setup(loglevel=os.environ["LOG_LEVEL"])
+log = logging.getLogger
+log('celery.beat').info('Scheduler: Sending due task %s (%s)', 'ledger-sweep', 'ledger.sweep')
+log('celery.worker.strategy').info('Task %(name)s[%(id)s] received', {'name': 'ledger.sweep', 'id': 'a1'})
+log('celery.app.trace').info('Task %(name)s[%(id)s] succeeded in %(runtime)ss: %(return_value)s',
+    {'name': 'ledger.sweep', 'id': 'a1', 'runtime': 0.01, 'return_value': 0})
+log('gunicorn.error').info('Booting worker with pid: %s', 42)
+log('toolhub.access').info('GET /readyz 200', extra={'path': '/readyz', 'status': 200})
+log('celery.app.trace').info('Task %(name)s[%(id)s] succeeded in %(runtime)ss: %(return_value)s',
+    {'name': 'gateway.execute_entry', 'id': 'b2', 'runtime': 0.5, 'return_value': None})
+log('toolhub.access').info('POST /api/v1/invoke 401', extra={'path': '/api/v1/invoke', 'status': 401})
+log('py.warnings').warning('SecurityWarning: running as root:\\n\\nplease do not.\\n')
+"""
+
+
+def _emitted(**env: str) -> list[str]:
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "toolhub.settings.base", "LOG_FORMAT": "plain"}
+    environment.update(env)
+    environment.pop("LOG_COLOR", None)
+    result = subprocess.run(
+        [sys.executable, "-c", _EMIT_LINES], cwd=ROOT, env=environment, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stderr.splitlines()
+
+
+def test_routine_lines_are_logged_at_the_routine_level_and_news_stays_info():
+    quiet = _emitted(LOG_LEVEL="INFO", LOG_ROUTINE_LEVEL="DEBUG")
+    everything = _emitted(LOG_LEVEL="DEBUG", LOG_ROUTINE_LEVEL="DEBUG")
+    default = _emitted(LOG_LEVEL="INFO")
+
+    assert [line[len("2026-01-01 00:00:00 "):] for line in quiet] == [
+        "INFO    celery.app.trace: Task gateway.execute_entry[b2] succeeded in 0.5s: None",
+        "INFO    toolhub.access: POST /api/v1/invoke 401",
+        "WARNING py.warnings: SecurityWarning: running as root: please do not.",
+    ]
+    routine = [line for line in everything if line.split()[2] == "DEBUG"]
+    assert len(everything) == 8 and len(routine) == 5
+    assert routine[0].endswith("DEBUG   celery.beat: Scheduler: Sending due task ledger-sweep (ledger.sweep)")
+    assert len(default) == 8 and not any(" DEBUG " in line for line in default)
+
+
+def test_plain_lines_are_coloured_only_on_a_terminal_or_when_asked():
+    record = logging.LogRecord("toolhub.api", logging.ERROR, __file__, 1, "boom", None, None)
+    record.request_id, record.task_id = "req-1", None
+
+    coloured = PlainFormatter(colour=True).format(record)
+    plain = PlainFormatter().format(record)
+    piped = logging_config_from_env({"LOG_FORMAT": "plain"})["formatters"]["plain"]
+    asked = logging_config_from_env({"LOG_FORMAT": "plain", "LOG_COLOR": "true"})["formatters"]["plain"]
+
+    assert "\033[31mERROR" in coloured and coloured.endswith("\033[0m")
+    assert plain.endswith("ERROR   toolhub.api: boom request_id=req-1") and "\033" not in plain
+    assert piped["colour"] is False and asked["colour"] is True  # the suite's stderr is no terminal

@@ -14,6 +14,7 @@ from .test_isolation_api import API_CASES
 ALLOWED: dict[str, str] = {
     "api/schema/": "The OpenAPI document: the same for every caller, no tenant's data (tests/fuzz reads it).",
     "api/docs/": "The Swagger UI page that renders /api/schema/.",
+    "api/redoc/": "The ReDoc page that renders /api/schema/.",
     "healthz": "Liveness probe: answers {'status': 'ok'} and nothing else.",
     "readyz": "Readiness probe: whether the database and the broker answer.",
     "metrics": "Prometheus scrape for operators: aggregate counters and gauges, no tenant's rows; "

@@ -5,17 +5,20 @@ memory cache. Setting DATABASE_URL / CELERY_BROKER_URL / CACHE_URL switches to
 PostgreSQL, Redis or RabbitMQ.
 """
 
+import os
 from pathlib import Path
 
 import environ
 
-from apps.common.logs import logging_config
+from apps.common.logs import logging_config_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# Where the zero-service defaults keep their files: SQLite, the filesystem broker, beat's
+# schedule, collected static files (and `make run`'s file cache).
+VAR_DIR = Path(env.str("TOOLHUB_VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-" + "x" * 24)
@@ -31,6 +34,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "apps.common",
     "apps.tenancy",
     "apps.catalog",
@@ -88,7 +92,7 @@ def database_from_env(default: str = environ.Env.NOTSET) -> dict:
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # SQLite is the zero-service demo default: wait for the writer lock instead of failing.
         config.setdefault("OPTIONS", {})["timeout"] = 20
-        VAR_DIR.mkdir(exist_ok=True)
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
     return config
 
 
@@ -138,10 +142,15 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "ToolHub API",
-    "DESCRIPTION": "Governed tool invocation for LLM agents. See docs/ and the contract.",
+    "DESCRIPTION": "Governed tool invocation for LLM agents. The contract: docs/contract.md.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and ReDoc from drf-spectacular-sidecar's static files (WhiteNoise serves
+    # them): the API docs need no CDN and stay the version the tests saw.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: the filesystem transport needs no broker process (the `make run` default).
@@ -202,10 +211,9 @@ TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
 
 # One JSON object per line with the request or task id (apps/common/logs.py); LOG_FORMAT=plain
-# for a terminal. Celery workers and gunicorn use the same configuration.
-LOGGING = logging_config(
-    level=env.str("LOG_LEVEL", default="INFO"), fmt=env.str("LOG_FORMAT", default="json")
-)
+# for a terminal. Celery workers and gunicorn use the same configuration. Read from the
+# environment, which now holds .env's values too.
+LOGGING = logging_config_from_env(os.environ)
 
 # GET /metrics (Prometheus). When a token is set, scrapes must send `Authorization: Bearer
 # <token>`; production settings require one.

@@ -88,6 +88,11 @@ class ErrorDetailSerializer(serializers.Serializer):
     problem = serializers.CharField()
 
 
+class ToolPlaceSerializer(serializers.Serializer):
+    toolset = serializers.CharField()
+    phase = serializers.CharField(allow_null=True, help_text="null: anywhere in the toolset.")
+
+
 class TruncatedSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     shown = serializers.IntegerField()
@@ -102,7 +107,9 @@ class EnvelopeSerializer(serializers.Serializer):
     tool = serializers.CharField(required=False)
     version = serializers.IntegerField(required=False, help_text="ok, empty: the tool version number.")
     data = serializers.JSONField(required=False, help_text="ok: the (possibly truncated) result.")
-    cached = serializers.BooleanField(required=False, help_text="ok: replayed from the ledger.")
+    cached = serializers.BooleanField(
+        required=False, help_text="ok, error: replayed from a settled ledger entry."
+    )
     truncated = TruncatedSerializer(required=False, allow_null=True)
     execution_id = serializers.CharField(required=False, allow_null=True)
     dry_run = serializers.BooleanField(required=False)
@@ -115,7 +122,17 @@ class EnvelopeSerializer(serializers.Serializer):
     message = serializers.CharField(required=False)
     hint = serializers.CharField(required=False, help_text="error: what to do next.")
     details = ErrorDetailSerializer(many=True, required=False)
-    retry_after_s = serializers.FloatField(required=False)
+    retry_after_s = serializers.FloatField(
+        required=False, help_text="rate_limited, in_progress: seconds to wait before calling again."
+    )
+    suggestions = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="unknown_tool: the closest visible tools."
+    )
+    available_in = ToolPlaceSerializer(
+        many=True,
+        required=False,
+        help_text="unknown_tool: the toolsets and phases (that this agent sees) where the tool is.",
+    )
     error_id = serializers.CharField(required=False, help_text="internal: the id in the server logs.")
     request_id = serializers.CharField(
         required=False, allow_null=True, help_text="internal: the request's X-Request-ID, also in the logs."
