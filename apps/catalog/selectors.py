@@ -8,10 +8,7 @@ from django.conf import settings
 from django.db.models import Model, Q, QuerySet
 
 from apps.common.egress import egress_policy
-from apps.tenancy.models import Agent, Grant, Tenant, TenantPolicy
 
-from .as_code import tenant_document
-from .as_code_plan import Context
 from .lint import Deployment, Finding, ToolDefinition, lint_tool, lint_toolset, sorted_findings
 from .models import Tool, Toolset, ToolVersion, VersionStatus
 from .previews import token_estimator
@@ -161,35 +158,3 @@ def catalog_findings(*, tenant_id: int | None = None) -> list[Finding]:
 
 def version_by_number(*, tool: Tool, number: int) -> ToolVersion | None:
     return ToolVersion.objects.select_related("tool").filter(tool=tool, number=number).first()
-
-
-def tenant_catalog_snapshot(*, tenant: Tenant) -> tuple[dict[str, Any], Context]:
-    """The tenant's catalog as a document (apps/catalog/as_code.py), and what a plan against
-    it also needs: the shared tools its agents see, with their versions' statuses, and the
-    names of its agents."""
-    tools = (
-        Tool.objects.filter(tenant=tenant).select_related("replaced_by").prefetch_related("versions")
-    )
-    toolsets = Toolset.objects.filter(tenant=tenant).prefetch_related("tools", "phases__tools")
-    grants = Grant.objects.for_tenant(tenant).select_related("tool", "agent", "pinned_version")
-    policies = TenantPolicy.objects.for_tenant(tenant).select_related("tool")
-    document = tenant_document(
-        tenant_slug=tenant.slug, tools=tools, toolsets=toolsets, grants=grants, policies=policies
-    )
-    shared: dict[str, dict[int, str]] = {
-        name: {} for name in Tool.objects.filter(tenant__isnull=True).values_list("name", flat=True)
-    }
-    for name, number, status in ToolVersion.objects.filter(tool__tenant__isnull=True).values_list(
-        "tool__name", "number", "status"
-    ):
-        shared[name][number] = status
-    agents = frozenset(Agent.objects.for_tenant(tenant).values_list("name", flat=True))
-    return document, Context(shared_tools=shared, agents=agents)
-
-
-def grant_by_tool_and_agent(*, tenant: Tenant, tool: Tool, agent: Agent | None) -> Grant | None:
-    return Grant.objects.for_tenant(tenant).filter(tool=tool, agent=agent).first()
-
-
-def tenant_policy_by_tool(*, tenant: Tenant, tool: Tool | None) -> TenantPolicy | None:
-    return TenantPolicy.objects.for_tenant(tenant).filter(tool=tool).first()

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "apps.ledger",
     "apps.audit",
     "apps.capabilities",
+    "apps.catalog_as_code",
     "apps.gateway",
     "apps.demo_shop",
 ]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .as_code import POLICY_FIELDS, PROMISE_FIELDS, VERSION_FIELDS, Problem, grant_key
+from .document import POLICY_FIELDS, PROMISE_FIELDS, VERSION_FIELDS, Problem, grant_key
 
 
 @dataclass(frozen=True)

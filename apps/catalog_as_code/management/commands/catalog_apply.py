@@ -7,10 +7,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.catalog.as_code import DocumentError, Problem, document_from_yaml
-from apps.catalog.as_code_plan import plan_document
-from apps.catalog.as_code_services import catalog_document_apply
-from apps.catalog.selectors import tenant_catalog_snapshot
+from apps.catalog_as_code.document import DocumentError, Problem, document_from_yaml
+from apps.catalog_as_code.plan import plan_document
+from apps.catalog_as_code.selectors import tenant_catalog_snapshot
+from apps.catalog_as_code.services import catalog_document_apply
 from apps.tenancy.selectors import tenant_by_slug
 
 ACTOR = "cli:catalog_apply"

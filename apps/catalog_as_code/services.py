@@ -9,12 +9,24 @@ from collections.abc import Callable
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from apps.catalog.models import Tool, Toolset, ToolVersion
+from apps.catalog.selectors import tool_visible_by_name, version_by_number
+from apps.catalog.services import (
+    tool_save,
+    toolset_delete,
+    toolset_save,
+    version_create_draft,
+    version_deprecate,
+    version_publish,
+    version_retire,
+    version_save_draft,
+)
 from apps.tenancy.models import Agent, Grant, Tenant, TenantPolicy
 from apps.tenancy.selectors import agent_by_name
 from apps.tenancy.services import grant_delete, grant_save, tenant_policy_delete, tenant_policy_save
 
-from .as_code import Problem, problems_of
-from .as_code_plan import (
+from .document import Problem, problems_of
+from .plan import (
     DraftCreate,
     DraftEdit,
     GrantDelete,
@@ -29,23 +41,7 @@ from .as_code_plan import (
     ToolsetSave,
     ToolUpdate,
 )
-from .models import Tool, Toolset, ToolVersion
-from .selectors import (
-    grant_by_tool_and_agent,
-    tenant_policy_by_tool,
-    tool_visible_by_name,
-    version_by_number,
-)
-from .services import (
-    tool_save,
-    toolset_delete,
-    toolset_save,
-    version_create_draft,
-    version_deprecate,
-    version_publish,
-    version_retire,
-    version_save_draft,
-)
+from .selectors import grant_by_tool_and_agent, tenant_policy_by_tool
 
 
 def catalog_document_apply(

@@ -25,9 +25,8 @@ from typing import Any
 import yaml
 from django.core.exceptions import ValidationError
 
+from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.tenancy.models import TenantPolicy
-
-from .models import Tool, Toolset, ToolVersion, VersionStatus
 
 FORMAT = 1
 # Everything a version's document entry holds besides its number and status.

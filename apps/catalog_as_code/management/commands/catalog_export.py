@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.catalog.as_code import document_yaml
-from apps.catalog.selectors import tenant_catalog_snapshot
+from apps.catalog_as_code.document import document_yaml
+from apps.catalog_as_code.selectors import tenant_catalog_snapshot
 from apps.tenancy.selectors import tenant_by_slug
 
 

@@ -7,7 +7,6 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from apps.audit.models import AuditEvent
-from apps.catalog.as_code import document_yaml
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.catalog.services import (
     tool_save,
@@ -16,6 +15,7 @@ from apps.catalog.services import (
     version_deprecate,
     version_publish,
 )
+from apps.catalog_as_code.document import document_yaml
 from apps.demo_shop.services import demo_seed
 from apps.tenancy.models import Grant, Tenant, TenantPolicy
 from apps.tenancy.services import grant_save, tenant_policy_save

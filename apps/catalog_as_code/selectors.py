@@ -1,0 +1,44 @@
+"""Reads of the catalog as code: a tenant's catalog as a document, and the rows a plan's
+steps act on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.catalog.models import Tool, Toolset, ToolVersion
+from apps.tenancy.models import Agent, Grant, Tenant, TenantPolicy
+
+from .document import tenant_document
+from .plan import Context
+
+
+def tenant_catalog_snapshot(*, tenant: Tenant) -> tuple[dict[str, Any], Context]:
+    """The tenant's catalog as a document (document.py), and what a plan against
+    it also needs: the shared tools its agents see, with their versions' statuses, and the
+    names of its agents."""
+    tools = (
+        Tool.objects.filter(tenant=tenant).select_related("replaced_by").prefetch_related("versions")
+    )
+    toolsets = Toolset.objects.filter(tenant=tenant).prefetch_related("tools", "phases__tools")
+    grants = Grant.objects.for_tenant(tenant).select_related("tool", "agent", "pinned_version")
+    policies = TenantPolicy.objects.for_tenant(tenant).select_related("tool")
+    document = tenant_document(
+        tenant_slug=tenant.slug, tools=tools, toolsets=toolsets, grants=grants, policies=policies
+    )
+    shared: dict[str, dict[int, str]] = {
+        name: {} for name in Tool.objects.filter(tenant__isnull=True).values_list("name", flat=True)
+    }
+    for name, number, status in ToolVersion.objects.filter(tool__tenant__isnull=True).values_list(
+        "tool__name", "number", "status"
+    ):
+        shared[name][number] = status
+    agents = frozenset(Agent.objects.for_tenant(tenant).values_list("name", flat=True))
+    return document, Context(shared_tools=shared, agents=agents)
+
+
+def grant_by_tool_and_agent(*, tenant: Tenant, tool: Tool, agent: Agent | None) -> Grant | None:
+    return Grant.objects.for_tenant(tenant).filter(tool=tool, agent=agent).first()
+
+
+def tenant_policy_by_tool(*, tenant: Tenant, tool: Tool | None) -> TenantPolicy | None:
+    return TenantPolicy.objects.for_tenant(tenant).filter(tool=tool).first()
