@@ -23,8 +23,11 @@ run: $(VENV)/.installed-run
 test: $(VENV)/.installed-dev
 	scripts/test.sh $(ARGS)
 
+# Style, the app layers (import-linter contracts in pyproject.toml) and types.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 clean:
 	rm -rf var .pytest_cache
