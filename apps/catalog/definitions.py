@@ -21,6 +21,9 @@ from .patterns import schema_pattern_problems
 
 BINDING_POLICIES = ("must_match", "overwrite")
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+DEFAULT_HTTP_METHOD = "POST"
+# Without a "body" in the config these send none; the others send the arguments left over.
+BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 # `{name}` in an http version's path: filled from the argument `name`.
 PATH_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 STATUS_PATH_PLACEHOLDER = "idempotency_key"

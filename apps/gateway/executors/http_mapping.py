@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import quote
 
 from apps.catalog.definitions import (
+    BODYLESS_METHODS,
+    DEFAULT_HTTP_METHOD,
     DEFAULT_IDEMPOTENCY_HEADER,
     PATH_PLACEHOLDER,
     STATUS_PATH_PLACEHOLDER,
@@ -22,8 +24,6 @@ from apps.catalog.definitions import (
 )
 from apps.common.errors import ErrorDetail, InvalidArgsError
 
-DEFAULT_METHOD = "POST"
-BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 _SCALARS = (str, int, float, bool)
 
 
@@ -54,7 +54,7 @@ def request_parts(
     """The request for one call. Raises InvalidArgsError for an argument that cannot be put
     where the config says (a path segment that is empty or not a single value, a header
     value that is not printable ASCII): nothing can be sent, and the model can fix it."""
-    method = str(config.get("method", DEFAULT_METHOD))
+    method = str(config.get("method", DEFAULT_HTTP_METHOD))
     template = str(config.get("path", ""))
     in_path = path_placeholders(template)
     path = PATH_PLACEHOLDER.sub(lambda m: _path_segment(m.group(1), arguments.get(m.group(1))), template)
