@@ -78,7 +78,7 @@ def _endpoint(request: ExecutionRequest) -> Endpoint:
     if reason := _config_refusal(request):
         raise _unavailable(request, reason)
     config = request.config
-    headers = {}
+    headers: dict[str, str] = {}
     if secret_ref := config.get("secret_ref"):
         headers["Authorization"] = f"Bearer {settings.TOOLHUB_SECRETS[secret_ref]}"
     if config.get("url"):
@@ -184,7 +184,6 @@ def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response
         raise ExecutionTimedOut(
             f"no complete answer from {request.tool_name}'s provider within {request.timeout_s} s"
         ) from None
-
 
 
 def run_http(request: ExecutionRequest) -> Any:
