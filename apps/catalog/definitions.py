@@ -7,6 +7,7 @@ schema must itself be valid Draft 2020-12, with patterns RE2 can match in linear
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,20 @@ from .normalizers import NORMALIZER_OPS
 from .patterns import schema_pattern_problems
 
 BINDING_POLICIES = ("must_match", "overwrite")
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+DEFAULT_HTTP_METHOD = "POST"
+# Without a "body" in the config these send none; the others send the arguments left over.
+BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+# `{name}` in an http version's path: filled from the argument `name`.
+PATH_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+STATUS_PATH_PLACEHOLDER = "idempotency_key"
+DEFAULT_IDEMPOTENCY_HEADER = "Idempotency-Key"
+# Headers an argument may not set: the transport's own, and credentials (never from arguments).
+RESERVED_HEADERS = frozenset(
+    {"host", "accept", "content-length", "content-type", "transfer-encoding", "connection", "te", "upgrade",
+     "trailer", "expect", "keep-alive", "proxy-connection", "authorization", "proxy-authorization", "cookie"}
+)
+_HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"  # an RFC 9110 token
 
 _NORMALIZERS_SCHEMA = {
     "type": "object",
@@ -102,11 +117,28 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {
             "url": {"type": "string", "pattern": "^https?://"},
             "url_setting": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+            "upstream": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"},
+            "method": {"enum": list(HTTP_METHODS)},
             "path": {"type": "string"},
+            "query": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "headers": {
+                "type": "object",
+                "propertyNames": {"pattern": _HEADER_NAME},
+                "additionalProperties": {"type": "string"},
+            },
+            "body": {
+                "oneOf": [
+                    {"const": "rest"},
+                    {"type": "null"},
+                    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                ]
+            },
+            "response_pointer": {"type": "string", "pattern": r"^(/([^~]|~[01])*)*$"},
+            "idempotency_header": {"type": "string", "pattern": _HEADER_NAME},
             "status_path": {"type": "string"},
             "secret_ref": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
         },
-        "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}],
+        "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}, {"required": ["upstream"]}],
         "additionalProperties": False,
     },
 }
@@ -193,7 +225,60 @@ def validate_definition(
                 "Fields named by normalizers, bindings, rules or approval are not in the "
                 f"schema's properties: {', '.join(sorted(unknown))}."
             )
+        if executor == "http" and "executor_config" not in errors and (
+            problems := http_mapping_problems(executor_config=executor_config, known=known)
+        ):
+            errors["executor_config"] = problems
     return errors
+
+
+def path_placeholders(template: str) -> list[str]:
+    """The names of a path template's `{name}` placeholders, in order."""
+    return PATH_PLACEHOLDER.findall(template)
+
+
+def _stray_brace(template: str) -> bool:
+    rest = PATH_PLACEHOLDER.sub("", template)
+    return "{" in rest or "}" in rest
+
+
+def http_mapping_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:
+    """How an http version's request mapping disagrees with its parameters: every argument it
+    names must be a property of the schema, and the templates must be well formed."""
+    problems = []
+    path = str(executor_config.get("path", ""))
+    if _stray_brace(path):
+        problems.append(f"path {path!r} has a brace outside a {{name}} placeholder.")
+    if missing := [name for name in path_placeholders(path) if name not in known]:
+        problems.append(
+            f"path {path!r} names {', '.join(missing)}, which the parameters schema does not have: "
+            "each {name} of the path is filled from the argument of that name."
+        )
+    status_path = str(executor_config.get("status_path", ""))
+    if _stray_brace(status_path) or set(path_placeholders(status_path)) - {STATUS_PATH_PLACEHOLDER}:
+        problems.append(
+            f"status_path {status_path!r} may hold no placeholder but {{{STATUS_PATH_PLACEHOLDER}}}."
+        )
+    body = executor_config.get("body")
+    for key, listed in (
+        ("query", executor_config.get("query") or []),
+        ("headers", list((executor_config.get("headers") or {}).values())),
+        ("body", body if isinstance(body, list) else []),
+    ):
+        if missing := [name for name in listed if name not in known]:
+            problems.append(
+                f"{key} names {', '.join(missing)}, which the parameters schema does not have."
+            )
+    idempotency_header = str(executor_config.get("idempotency_header", DEFAULT_IDEMPOTENCY_HEADER))
+    reserved = RESERVED_HEADERS | {idempotency_header.lower()}
+    if refused := [h for h in executor_config.get("headers") or {} if h.lower() in reserved]:
+        problems.append(
+            f"headers cannot set {', '.join(refused)} from arguments: the transport sets it, or it "
+            "carries a credential or the idempotency key, which never come from arguments."
+        )
+    if idempotency_header.lower() in RESERVED_HEADERS:
+        problems.append(f"idempotency_header cannot be {idempotency_header}: HTTP or credentials use it.")
+    return problems
 
 
 def platform_settings_named(*, executor: str, executor_config: Any) -> dict[str, str]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .definitions import platform_settings_named
+from .definitions import BODYLESS_METHODS, DEFAULT_HTTP_METHOD, path_placeholders, platform_settings_named
 from .normalizers import STRING_OPS, normalize_value
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -129,6 +129,7 @@ def lint_tool(
         *_check_write_safety(tool),
         *_check_overlap(tool, others),
         *_check_normalizers(tool),
+        *_check_http_mapping(tool),
     ]
     if deployment is not None:
         findings += [*_check_platform_settings(tool, deployment), *_check_egress(tool, deployment)]
@@ -391,6 +392,48 @@ def _check_normalizers(tool: ToolDefinition) -> Iterable[Finding]:
                 f"allowed values of '{name}': the normalizer changes nothing that matters.",
                 "Remove it, or declare the normalizer that fixes how models misspell these values.",
             )
+
+
+def _check_http_mapping(tool: ToolDefinition) -> Iterable[Finding]:
+    """An http version's request mapping against its parameters: what is never sent, what a
+    call may lack, and a body where servers drop it."""
+    config = tool.executor_config or {}
+    if tool.executor != "http" or not isinstance(tool.parameters, Mapping):
+        return
+    properties = tool.parameters.get("properties") or {}
+    required = set(tool.parameters.get("required") or ())
+    method = str(config.get("method", DEFAULT_HTTP_METHOD))
+    body = config.get("body", None if method in BODYLESS_METHODS else "rest")
+    in_path = path_placeholders(str(config.get("path", "")))
+    for name in in_path:
+        if name in properties and name not in required:
+            yield Finding(
+                WARNING, "optional-path-parameter", f"parameters/properties/{name}",
+                f"'{name}' fills a part of the path, but a call may leave it out: such a call is refused "
+                "with nothing sent.",
+                f"Add '{name}' to required.",
+            )
+    if body == "rest":
+        sent = set(properties)
+    else:
+        sent = {*in_path, *(config.get("query") or ()), *(config.get("headers") or {}).values(),
+                *(body if isinstance(body, list) else ())}
+    if unsent := sorted(set(properties) - sent):
+        yield Finding(
+            WARNING, "argument-never-sent", "executor_config",
+            f"{', '.join(unsent)} {'is' if len(unsent) == 1 else 'are'} in the parameters but the request "
+            f"mapping sends {'it' if len(unsent) == 1 else 'them'} nowhere: the model fills a field that "
+            "changes nothing, or the upstream misses what it needs.",
+            "Name it in the path, query, headers or body of executor_config, or remove it from the "
+            "parameters.",
+        )
+    if method in ("GET", "HEAD") and body is not None:
+        yield Finding(
+            WARNING, "body-on-get", "executor_config/body",
+            f"A {method} request with a body: many servers and proxies drop it, so these arguments "
+            "may never arrive.",
+            'Send them as query parameters ("query") and remove "body".',
+        )
 
 
 def _check_platform_settings(tool: ToolDefinition, deployment: Deployment) -> Iterable[Finding]:

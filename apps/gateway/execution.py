@@ -52,12 +52,13 @@ _BATCH_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="toolhub-bat
 
 
 def execution_request(
-    prepared: PreparedCall, *, tenant_slug: str, task_id: str, idempotency_key: str | None
+    prepared: PreparedCall, *, tenant_id: int, tenant_slug: str, task_id: str, idempotency_key: str | None
 ) -> ExecutionRequest:
     """What the executor is asked: from a prepared call, or one rebuilt from its ledger entry."""
     version = prepared.version
     return ExecutionRequest(
         tenant_slug=tenant_slug,
+        tenant_id=tenant_id,
         task_id=task_id,
         call_id=prepared.call.call_id,
         tool_name=version.tool_name,
@@ -87,6 +88,7 @@ def entry_execution_request(entry: LedgerEntry) -> ExecutionRequest:
     """What the executor is (or was) asked for this entry, rebuilt from the ledger row alone."""
     return execution_request(
         prepared_from_entry(entry),
+        tenant_id=entry.tenant_id,
         tenant_slug=entry.tenant.slug,
         task_id=entry.task_id,
         idempotency_key=entry.key,
@@ -133,7 +135,11 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
     """Execute a readonly/recomputable call directly: no ledger row, nothing to reconcile."""
     call, version = prepared.call, prepared.version
     request = execution_request(
-        prepared, tenant_slug=principal.tenant_slug, task_id=options.task_id, idempotency_key=None
+        prepared,
+        tenant_id=principal.tenant_id,
+        tenant_slug=principal.tenant_slug,
+        task_id=options.task_id,
+        idempotency_key=None,
     )
     try:
         result = execute(version.executor, request)
@@ -224,7 +230,11 @@ def run_ledgered(
         return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
     if plan.run is Run.LEDGERED:
         request = execution_request(
-            prepared, tenant_slug=principal.tenant_slug, task_id=options.task_id, idempotency_key=key
+            prepared,
+            tenant_id=principal.tenant_id,
+            tenant_slug=principal.tenant_slug,
+            task_id=options.task_id,
+            idempotency_key=key,
         )
         return execute_entry(entry=entry, request=request, prepared=prepared)
     _enqueue(entry, call)

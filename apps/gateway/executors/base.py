@@ -29,6 +29,8 @@ class ExecutionRequest:
     idempotency_key: str | None = None
     # The tool is in the shared catalog: only then may its config name platform secrets.
     platform_owned: bool = False
+    # The calling tenant: whose upstreams and credentials the call may use.
+    tenant_id: int | None = None
 
 
 class ExecutionError(Exception):

@@ -1,9 +1,12 @@
-"""The `http` executor: POST the arguments as JSON with an `Idempotency-Key` header.
+"""The `http` executor: a call becomes one request to the version's upstream API.
 
-Secrets are named in the version's config (`secret_ref`) and read from settings, never
-from arguments. Each failure is classified by what we know about the side effect:
-nothing sent (the request could not be built, or failed before a byte left: no http(s)
-scheme, DNS failure, connection refused) → not applied; sent but no clear answer → ambiguous.
+Where the request goes and which credentials it carries is the endpoint (`_endpoint`): a URL
+or a platform URL setting, and a platform secret named by `secret_ref`, never anything from
+arguments. How the arguments fill the request (method, path, query, headers, body) and which
+part of the answer is the result is http_mapping.py. Each failure is classified by what we
+know about the side effect: nothing sent (the request could not be built, or failed before a
+byte left: no http(s) scheme, DNS failure, connection refused) → not applied; sent but no
+clear answer → ambiguous.
 
 Only platform-owned tools may name platform settings (`secret_ref`, `url_setting`): checked
 on save, and again here in case a tool changed owner. Every connection goes through the
@@ -19,12 +22,13 @@ still complete, which is why a timed-out write is `unknown`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 from django.conf import settings
@@ -49,6 +53,7 @@ from .base import (
     ReconcileAnswer,
 )
 from .egress import EgressRefused, EgressTransport
+from .http_mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
 
 logger = logging.getLogger("toolhub.egress")
 
@@ -58,26 +63,45 @@ _CLIENT = httpx.Client(
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolhub-http")
 
 
-def _base_url(config: Any) -> str:
-    if config.get("url"):
-        return str(config["url"]).rstrip("/")
-    return str(getattr(settings, config["url_setting"])).rstrip("/")
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a version's requests go, and the credentials they carry (never from arguments)."""
+
+    base_url: str
+    headers: Mapping[str, str]
+    query: Mapping[str, str]
 
 
-def wire_idempotency_key(key: str) -> str:
-    """The key as sent upstream: HTTP headers carry ASCII only, so other characters (a task id
-    in another script) are percent-encoded. Unambiguous: a literal '%' is already '%25' in the key."""
-    return quote(key, safe="/%-._~:@!$&'()*+,;=")
-
-
-def _headers(request: ExecutionRequest) -> dict[str, str]:
-    headers = {"Accept": "application/json"}
-    if request.idempotency_key:
-        headers["Idempotency-Key"] = wire_idempotency_key(request.idempotency_key)
-    secret_ref = request.config.get("secret_ref")
-    if secret_ref:
+def _endpoint(request: ExecutionRequest) -> Endpoint:
+    """The endpoint of the version's config. Raises ExecutionRejected (`unavailable`, nothing
+    sent) when the config cannot be used."""
+    if reason := _config_refusal(request):
+        raise _unavailable(request, reason)
+    config = request.config
+    headers: dict[str, str] = {}
+    if secret_ref := config.get("secret_ref"):
         headers["Authorization"] = f"Bearer {settings.TOOLHUB_SECRETS[secret_ref]}"
-    return headers
+    if config.get("url"):
+        base_url = str(config["url"])
+    elif config.get("url_setting"):
+        base_url = str(getattr(settings, config["url_setting"]))
+    else:
+        raise _unavailable(request, f"its upstream {config.get('upstream')!r} is not known to this ToolHub")
+    return Endpoint(base_url=base_url.rstrip("/"), headers=headers, query={})
+
+
+def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint) -> httpx.Request:
+    """The request to send; the endpoint's credentials win over a mapped header or query
+    parameter of the same name. The query is appended to one the path may already have."""
+    headers = httpx.Headers(dict(parts.headers))
+    headers.update(dict(endpoint.headers))
+    query = [*endpoint.query.items(), *((k, v) for k, v in parts.query if k not in endpoint.query)]
+    url = endpoint.base_url + parts.path
+    if query:
+        url += ("&" if "?" in url else "?") + urlencode(query, quote_via=quote)
+    return _CLIENT.build_request(
+        parts.method, url, headers=headers, json=parts.json_body, timeout=httpx.Timeout(request.timeout_s)
+    )
 
 
 def _config_refusal(request: ExecutionRequest) -> str | None:
@@ -163,19 +187,15 @@ def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response
 
 
 def run_http(request: ExecutionRequest) -> Any:
-    if reason := _config_refusal(request):
-        raise _unavailable(request, reason)
+    endpoint = _endpoint(request)
     try:
-        outgoing = _CLIENT.build_request(
-            "POST",
-            _base_url(request.config) + str(request.config.get("path", "")),
-            json=dict(request.arguments),
-            headers=_headers(request),
-            timeout=httpx.Timeout(request.timeout_s),
-        )
-    except (httpx.InvalidURL, LookupError, AttributeError, UnicodeError) as exc:
-        # Nothing has left yet: a URL httpx cannot parse, a setting or secret ToolHub lacks,
-        # a header value that is not ASCII.
+        parts = request_parts(request.config, request.arguments, idempotency_key=request.idempotency_key)
+    except InvalidArgsError as exc:
+        raise ExecutionRejected(exc) from None
+    try:
+        outgoing = _outgoing(request, parts, endpoint)
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        # Nothing has left yet: a URL httpx cannot parse, a header value that is not ASCII.
         raise ExecutionNotSent(
             f"the request to {request.tool_name}'s provider could not be built: {type(exc).__name__}"
         ) from None
@@ -198,44 +218,46 @@ def run_http(request: ExecutionRequest) -> Any:
         raise _rejection(response, request.tool_name)
     if response.status_code >= 500 or not response.is_success:
         raise ExecutionAmbiguous(f"the provider answered HTTP {response.status_code}")
+    if response.status_code == 204 or parts.method == "HEAD":
+        return None
     try:
-        return response.json()
+        return selected_response(request.config, response.json())
+    except ResponseShapeError as exc:
+        # A success that is not shaped as the version says: for a write, it may have happened.
+        raise ExecutionAmbiguous(f"the provider answered success, but {exc}") from None
     except ValueError:
         raise ExecutionAmbiguous("the provider answered success with a body that is not JSON") from None
 
 
 def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
     """Ask the provider's status endpoint whether the request with this key was applied."""
-    status_path = request.config.get("status_path")
-    if not status_path or not request.idempotency_key:
+    if not request.config.get("status_path") or not request.idempotency_key:
         return ReconcileAnswer(found=None, note="this tool has no status endpoint to ask", retry=False)
-    if reason := _config_refusal(request):
-        return ReconcileAnswer(found=None, note=f"not asked: {reason}", retry=False)
-    url = _base_url(request.config) + str(status_path)
     try:
-        response = _within_timeout(
-            request,
-            partial(
-                _CLIENT.get,
-                url,
-                params={"idempotency_key": wire_idempotency_key(request.idempotency_key)},
-                headers=_headers(request),
-                timeout=httpx.Timeout(request.timeout_s),
-            ),
-        )
+        endpoint = _endpoint(request)
+    except ExecutionRejected as exc:
+        return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
+    parts = status_parts(request.config, idempotency_key=request.idempotency_key)
+    try:
+        response = _within_timeout(request, partial(_CLIENT.send, _outgoing(request, parts, endpoint)))
     except EgressRefused as exc:
         return ReconcileAnswer(found=None, note=f"not asked, egress policy: {exc.reason}", retry=False)
+    except httpx.InvalidURL:
+        return ReconcileAnswer(found=None, note="not asked: the status URL is not a valid URL", retry=False)
     except httpx.HTTPError as exc:
         return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
     except ExecutionTimedOut:
         return ReconcileAnswer(
             found=None, note=f"status endpoint did not answer within {request.timeout_s} s"
         )
-    if response.status_code == 200:
-        try:
-            return ReconcileAnswer(found=True, result=response.json(), note="found at the provider")
-        except ValueError:
-            return ReconcileAnswer(found=None, note="status endpoint answered a body that is not JSON")
     if response.status_code == 404:
         return ReconcileAnswer(found=False, note="the provider has no request with this key")
-    return ReconcileAnswer(found=None, note=f"status endpoint answered HTTP {response.status_code}")
+    if response.status_code != 200:
+        return ReconcileAnswer(found=None, note=f"status endpoint answered HTTP {response.status_code}")
+    try:
+        result = selected_response(request.config, response.json())
+    except ResponseShapeError as exc:
+        return ReconcileAnswer(found=None, note=f"status endpoint answered, but {exc}")
+    except ValueError:
+        return ReconcileAnswer(found=None, note="status endpoint answered a body that is not JSON")
+    return ReconcileAnswer(found=True, result=result, note="found at the provider")

@@ -1,0 +1,102 @@
+"""A real HTTP upstream on loopback for executor tests: it records every request as it
+arrived (raw target, headers, body) and answers what the test scripts."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    target: str  # the request target as sent, percent-encoding untouched
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.target).path
+
+    @property
+    def query(self) -> list[tuple[str, str]]:
+        return parse_qsl(urlsplit(self.target).query, keep_blank_values=True)
+
+    @property
+    def segments(self) -> list[str]:
+        """The path's segments, each decoded on its own."""
+        return [unquote(part) for part in self.path.split("/")[1:]]
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    body: Any = None  # JSON-encoded unless bytes
+    delay_s: float = 0.0
+
+
+class Upstream:
+    """`answer(received)` decides each reply; by default 200 with {"ok": true}."""
+
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.answer: Callable[[Received], Answer] = lambda received: Answer(body={"ok": True})
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                received = Received(
+                    method=self.command,
+                    target=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=self.rfile.read(length) if length else b"",
+                )
+                upstream.received.append(received)
+                answer = upstream.answer(received)
+                time.sleep(answer.delay_s)
+                raw = answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(raw)
+
+            do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet in test output
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def last(self) -> Received:
+        return self.received[-1]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def http_upstream() -> Iterator[Upstream]:
+    upstream = Upstream()
+    try:
+        yield upstream
+    finally:
+        upstream.close()
