@@ -12,6 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -32,6 +33,9 @@ class UpstreamAdmin(TenantScopedAdmin):
     # An upstream takes a credential of its own owner: tenant staff are offered only theirs.
     related_tenant_paths = {
         **TenantScopedAdmin.related_tenant_paths, "upstreams.Credential": ("tenant", False),
+    }
+    formfield_overrides = {
+        **TenantScopedAdmin.formfield_overrides, models.URLField: {"assume_scheme": "https"},
     }
     list_display = ("name", "owner", "kind", "base_url", "credential", "egress")
     list_select_related = ("tenant", "credential")

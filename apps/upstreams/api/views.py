@@ -30,6 +30,15 @@ _PATH_PARAMETERS = [
 _ERRORS = {code: ErrorEnvelopeSerializer for code in (400, 401, 404, 413, 415, 503)}
 
 
+class _TextField(serializers.CharField):
+    """Text only: a token sent as a JSON number would be stored as its Python spelling."""
+
+    def to_internal_value(self, data: object) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def _actor(request: Request) -> str:
     return f"agent:{request.user.agent_id}"
 
@@ -39,7 +48,7 @@ class CredentialSubjectApi(APIView):
 
     @extend_schema_serializer(component_name="CredentialSubjectInput")
     class InputSerializer(serializers.Serializer):
-        value = serializers.CharField(
+        value = _TextField(
             max_length=MAX_VALUE_CHARS, trim_whitespace=False,
             help_text="The user's own token or key at the upstream (printable ASCII). Never answered.",
         )
