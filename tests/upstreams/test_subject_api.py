@@ -137,4 +137,5 @@ def test_the_schema_documents_the_endpoint_without_a_value_in_any_answer(client)
     assert set(operations["put"]["responses"]) == {"204", "400", "401", "404", "413", "415", "503"}
     assert set(operations["delete"]["responses"]) == {"204", "401", "404", "503"}
     assert "content" not in operations["put"]["responses"]["204"]
-    assert schema["components"]["schemas"]["CredentialSubjectInput"]["required"] == ["value"]
+    body = operations["put"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    assert schema["components"]["schemas"][body]["required"] == ["value"]
