@@ -26,6 +26,7 @@ REQUIRED_ENV = {
     "CACHE_URL": "redis://redis.internal:6379/1",
     "CELERY_BROKER_URL": "redis://redis.internal:6379/0",
     "TOOLHUB_METRICS_TOKEN": "scrape-token",
+    "TOOLHUB_ENCRYPTION_KEYS": "9gzdb3n0O9cbQw7xvkxKJZ2LeQXn7y6H0X2y5m2yG0c=",
 }
 SECURITY_SETTINGS = [
     "DEBUG",
@@ -96,6 +97,11 @@ def test_production_refuses_to_start_without_what_it_needs(load_production, miss
 def test_production_refuses_a_weak_secret_key(load_production, weak):
     with pytest.raises(ImproperlyConfigured, match="SECRET_KEY is too weak"):
         load_production(SECRET_KEY=weak)
+
+
+def test_production_refuses_an_encryption_key_that_is_no_fernet_key(load_production):
+    with pytest.raises(ImproperlyConfigured, match="TOOLHUB_ENCRYPTION_KEYS: key 2 is not a Fernet key"):
+        load_production(TOOLHUB_ENCRYPTION_KEYS=REQUIRED_ENV["TOOLHUB_ENCRYPTION_KEYS"] + ",not-a-key")
 
 
 def test_production_defaults_are_the_safe_ones(load_production):

@@ -25,6 +25,8 @@ from apps.demo_shop.models import DemoOrder, DemoRefund, PaymentsFault
 from apps.ledger.models import Approval, LedgerEntry, LedgerEvent, ReconcileAttempt
 from apps.tenancy.models import Grant, StaffScope, TenantPolicy
 from apps.tenancy.services import agent_key_issue
+from apps.upstreams.models import Upstream
+from apps.upstreams.services import credential_set, credential_set_for_subject, upstream_save
 from tests.catalog.factories import published
 from tests.factories import AgentFactory, TenantFactory, ToolFactory
 
@@ -238,3 +240,26 @@ def _refund(rows: TenantRows) -> models.Model:
 @maker("demo_shop.PaymentsFault")
 def _payments_fault(rows: TenantRows) -> models.Model:
     return PaymentsFault.objects.create(kind="timeout", armed_by=f"{rows.slug}-operator")
+
+
+@maker("upstreams.Credential")
+def _credential(rows: TenantRows) -> models.Model:
+    """Per end user, with one user's token: the inline of its page shows the subject."""
+    credential = credential_set(
+        tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-key", kind="bearer", field="", value="",
+        per_subject=True, actor=f"admin:{rows.slug}-staff",
+    )
+    credential_set_for_subject(credential=credential, subject=f"{rows.slug}-user",
+                               value=f"{rows.slug}-token-0000", actor="test")
+    return credential
+
+
+@maker("upstreams.Upstream")
+def _upstream(rows: TenantRows) -> models.Model:
+    return upstream_save(
+        upstream=Upstream(
+            tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-api", base_url=f"https://api.{rows.slug}.example",
+            credential=rows["upstreams.Credential"],
+        ),
+        actor="test",
+    )

@@ -64,7 +64,7 @@ class Agents:
 def agents() -> Agents:
     acme, globex = TenantRows("acme"), TenantRows(MARK)
     for rows in (acme, globex):
-        rows.make("tenancy.Grant", "ledger.LedgerEntry", "catalog.Toolset")
+        rows.make("tenancy.Grant", "ledger.LedgerEntry", "catalog.Toolset", "upstreams.Upstream")
     return Agents(
         acme=acme, globex=globex,
         key=agent_key_issue(agent=acme["tenancy.Agent"]).secret,
@@ -155,6 +155,17 @@ def _mcp(a: Agents) -> list[Any]:
     return [listed, called, borrowed]
 
 
+def _credential_subject(a: Agents) -> list[Any]:
+    credential = a.globex["upstreams.Credential"]
+    path = f"/api/v1/credentials/{credential.name}/subjects/{MARK}-user"
+    put = a.client.put(path, json.dumps({"value": "acme-token-0000"}), content_type="application/json",
+                       **a.headers())
+    delete = a.client.delete(path, **a.headers())
+    for response in (put, delete):
+        assert response.status_code == 404 and response.json()["kind"] == "not_found"
+    return [put, delete]
+
+
 # URL name → the requests acme's agent makes about globex's objects there.
 API_CASES: dict[str, Callable[[Agents], list[Any]]] = {
     "invoke": _invoke,
@@ -164,6 +175,7 @@ API_CASES: dict[str, Callable[[Agents], list[Any]]] = {
     "adapter-openai": _adapter_openai,
     "adapter-anthropic": _adapter_anthropic,
     "session-create": _session_create,
+    "credential-subject": _credential_subject,
     "mcp": _mcp,
 }
 
@@ -185,7 +197,8 @@ def test_an_agent_never_reaches_another_tenants_objects(agents, name):
 
     responses = API_CASES[name](agents)
 
-    sent = (agents.foreign_tool, agents.globex["catalog.Toolset"].name, f"{MARK}-task", f"{MARK}-user")
+    sent = (agents.foreign_tool, agents.globex["catalog.Toolset"].name, f"{MARK}-task", f"{MARK}-user",
+            agents.globex["upstreams.Credential"].name)
     for response in responses:
         assert response.status_code < 500, response.content[:300]
         text = response.content.decode()

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.ledger",
     "apps.audit",
+    "apps.upstreams",
     "apps.capabilities",
     "apps.catalog_as_code",
     "apps.gateway",
@@ -188,6 +189,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 TOOLHUB_SECRETS = {
     "DEMO_PAYMENTS_API_KEY": env.str("DEMO_PAYMENTS_API_KEY", default="demo-payments-secret"),
 }
+# Keys that encrypt upstream credentials at rest (apps/upstreams/crypto.py): comma-separated
+# Fernet keys, newest first; the newest encrypts, all decrypt (`manage.py rotate_credentials`
+# re-encrypts under the newest). Empty: one key derived from SECRET_KEY, for development and
+# tests only; production settings require this.
+TOOLHUB_ENCRYPTION_KEYS = env.list("TOOLHUB_ENCRYPTION_KEYS", default=[])
 # Serve the demo shop's upstreams under /demo/ (production settings turn this off by default).
 TOOLHUB_DEMO_ENABLED = env.bool("TOOLHUB_DEMO_ENABLED", default=True)
 # Where the http executor reaches the demo payments upstream (served by this same process,

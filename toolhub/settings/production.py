@@ -10,6 +10,8 @@ orchestrators and Prometheus reach inside the network.
 
 from django.core.exceptions import ImproperlyConfigured
 
+from apps.upstreams.crypto import key_problem
+
 from .base import *  # noqa: F403
 from .base import TOOLHUB_SECRETS, cache_from_env, database_from_env, env
 
@@ -53,6 +55,17 @@ X_FRAME_OPTIONS = "DENY"
 
 # Prometheus must authenticate: the figures name tools, tenants' volumes and queue sizes.
 TOOLHUB_METRICS_TOKEN = env.str("TOOLHUB_METRICS_TOKEN")
+
+# Credentials are encrypted with these keys, never with one derived from SECRET_KEY: rotating
+# SECRET_KEY must not make every stored credential unreadable.
+TOOLHUB_ENCRYPTION_KEYS = [key.strip() for key in env.list("TOOLHUB_ENCRYPTION_KEYS") if key.strip()]
+if not TOOLHUB_ENCRYPTION_KEYS:
+    raise ImproperlyConfigured(
+        "Set the TOOLHUB_ENCRYPTION_KEYS environment variable (Fernet keys, newest first)."
+    )
+for _index, _key in enumerate(TOOLHUB_ENCRYPTION_KEYS):
+    if _problem := key_problem(_key):
+        raise ImproperlyConfigured(f"TOOLHUB_ENCRYPTION_KEYS: key {_index + 1} is {_problem}.")
 
 # The demo shop's fake payments provider is off unless asked for, and then needs its own key.
 TOOLHUB_DEMO_ENABLED = env.bool("TOOLHUB_DEMO_ENABLED", default=False)

@@ -1,5 +1,5 @@
-"""OpenAPI pieces of the agent API that belong to tenancy: the agent-key scheme and the
-error envelope every non-2xx answer carries (contract §2, §3)."""
+"""OpenAPI pieces of the agent API that belong to tenancy: the agent-key scheme (the error
+envelope every answer shares is apps/common/api_schema.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
-from rest_framework import serializers
-
-from apps.common.errors import ERROR_KINDS
 
 
 class AgentKeyScheme(OpenApiAuthenticationExtension):
@@ -27,29 +23,3 @@ class AgentKeyScheme(OpenApiAuthenticationExtension):
             "An agent key, issued once by an operator (`manage.py issue_agent_key` or the admin)."
         )
         return definition
-
-
-# Not an enum: spectacular would extract a "StatusEnum" that collides with the invoke envelope's.
-@extend_schema_field({"type": "string", "example": "error", "description": 'Always "error".'})
-class _ErrorStatusField(serializers.CharField):
-    pass
-
-
-@extend_schema_serializer(component_name="ErrorEnvelopeDetail")
-class ErrorDetailSerializer(serializers.Serializer):
-    path = serializers.CharField(help_text="JSON pointer of the offending field, e.g. /ttl_s.")
-    problem = serializers.CharField()
-
-
-@extend_schema_serializer(component_name="ErrorEnvelope")
-class ErrorEnvelopeSerializer(serializers.Serializer):
-    """The error envelope of every non-2xx answer."""
-
-    status = _ErrorStatusField()
-    call_id = serializers.CharField(allow_null=True)
-    kind = serializers.ChoiceField(choices=sorted(ERROR_KINDS))
-    recoverable = serializers.BooleanField(help_text="Whether the same request can succeed later.")
-    message = serializers.CharField(help_text="What went wrong.")
-    hint = serializers.CharField(help_text="What to change before trying again.")
-    details = ErrorDetailSerializer(many=True)
-    raw = serializers.JSONField(allow_null=True)

@@ -13,10 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.common.api_schema import ErrorEnvelopeSerializer
 from apps.common.jsontext import MAX_EXACT_INTEGER, first_hazard
 from apps.tenancy.services import session_mint
-
-from .schema import ErrorEnvelopeSerializer
 
 DEFAULT_TTL_S = 900
 # Tokens travel in a header; servers and proxies refuse headers much past 8 KB.

@@ -1,0 +1,61 @@
+"""`manage.py add_upstream NAME --tenant SLUG --kind http|mcp --url URL [--credential NAME]`:
+create or update an upstream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.common.egress import egress_policy
+from apps.upstreams.models import Upstream, UpstreamKind
+from apps.upstreams.selectors import credential_get
+from apps.upstreams.services import upstream_save
+
+from ._owner import add_owner_arguments, owner_from, refused
+
+ACTOR = "cli:add_upstream"
+
+
+class Command(BaseCommand):
+    help = "Create or update an upstream (an external system tool versions name in executor_config)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name", help="The upstream's name, e.g. orders-api.")
+        add_owner_arguments(parser)
+        parser.add_argument("--kind", choices=UpstreamKind.values, default=UpstreamKind.HTTP)
+        parser.add_argument("--url", required=True, help="Base URL, e.g. https://api.example.com/v2.")
+        parser.add_argument(
+            "--credential", help="Name of a credential of the same owner (kept as is when left out)."
+        )
+        parser.add_argument("--timeout", type=float, help="Default timeout in seconds (10 for a new one).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = owner_from(options)
+        tenant_id = tenant.pk if tenant is not None else None
+        upstream = Upstream.objects.filter(tenant_id=tenant_id, name=options["name"]).first()
+        creating = upstream is None
+        if upstream is None:
+            upstream = Upstream(tenant_id=tenant_id, name=options["name"])
+        upstream.kind, upstream.base_url = options["kind"], options["url"]
+        if options["timeout"] is not None:
+            upstream.timeout_s = options["timeout"]
+        if options["credential"]:
+            credential = credential_get(tenant_id=tenant_id, name=options["credential"])
+            if credential is None:
+                raise CommandError(
+                    f"No credential '{options['credential']}' of the same owner; create it first with "
+                    "`manage.py set_credential`."
+                )
+            upstream.credential = credential
+        try:
+            upstream_save(upstream=upstream, actor=ACTOR)
+        except ValidationError as error:
+            raise refused(error) from None
+        owner = tenant.slug if tenant is not None else "the platform"
+        self.stdout.write(f"{'Created' if creating else 'Updated'} upstream {upstream.name} of {owner}.")
+        if refusal := egress_policy().url_refusal(upstream.base_url):
+            self.stderr.write(self.style.WARNING(
+                f"The egress policy refuses it, so calls will not be sent: {refusal}."
+            ))

@@ -1,0 +1,207 @@
+"""Upstreams (the external systems tools call) and the credentials they authenticate with.
+
+Both belong to a tenant, or to the platform when the tenant is empty (made by a superuser).
+A tenant's tools may use the tenant's upstreams and the platform's; an upstream uses only a
+credential of its own owner, so nobody can point someone else's secret at a host they chose.
+Credential values are stored only as MultiFernet tokens (crypto.py) and shown to nobody.
+"""
+
+from __future__ import annotations
+
+import string
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from apps.common.models import TimeStampedModel
+
+name_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]{0,62}$", "Use lowercase letters, digits, '-' and '_', at most 63."
+)
+# An HTTP header name (RFC 9110 token).
+header_name_validator = RegexValidator(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "Not a valid HTTP header name.")
+# Values go into headers and query strings: printable ASCII only, no CR/LF to inject with.
+_VALUE_CHARACTERS = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
+# Shorter values show no last characters: four of eight would give half the secret away.
+LAST4_MIN_LENGTH = 12
+
+
+def _owner_constraints(prefix: str) -> list[models.UniqueConstraint]:
+    return [
+        models.UniqueConstraint(
+            fields=["tenant", "name"], condition=Q(tenant__isnull=False),
+            name=f"{prefix}_unique_name_per_tenant",
+            violation_error_message="This tenant already has one of that name.",
+        ),
+        models.UniqueConstraint(
+            fields=["name"], condition=Q(tenant__isnull=True), name=f"{prefix}_unique_platform_name",
+            violation_error_message="The platform already has one of that name.",
+        ),
+    ]
+
+
+def _platform_clash(instance: Upstream | Credential) -> str | None:
+    """Why the name would shadow (or be shadowed by) one of the other owner kind, or None:
+    a tenant resolves names among its own and the platform's, which must not overlap."""
+    kind = type(instance)._meta.verbose_name
+    article = "an" if kind[0] in "aeiou" else "a"
+    others = type(instance).objects.filter(name=instance.name).exclude(pk=instance.pk)
+    if instance.tenant_id is not None and others.filter(tenant__isnull=True).exists():
+        return f"The platform already has {article} {kind} named {instance.name}; choose another name."
+    if instance.tenant_id is None and others.filter(tenant__isnull=False).exists():
+        return (
+            f"A tenant already has {article} {kind} named {instance.name}; a platform {kind} of that name "
+            "would shadow it. Choose another name."
+        )
+    return None
+
+
+def last4(value: str) -> str:
+    """The last four characters shown for a value, or "" when it is too short to show any."""
+    return value[-4:] if len(value) >= LAST4_MIN_LENGTH else ""
+
+
+def value_problem(value: str, *, kind: str) -> str | None:
+    """Why a value of a credential of `kind` cannot be stored, or None. Never quotes the value."""
+    if not value:
+        return "The value is empty."
+    if not set(value) <= _VALUE_CHARACTERS:
+        return "The value must be printable ASCII, without line breaks, tabs or control characters."
+    if kind == CredentialKind.BASIC and ":" not in value:
+        return "Basic auth takes user:password."
+    return None
+
+
+class UpstreamKind(models.TextChoices):
+    HTTP = "http", "HTTP API"
+    MCP = "mcp", "MCP server"
+
+
+class CredentialKind(models.TextChoices):
+    BEARER = "bearer", "Bearer token (Authorization: Bearer …)"
+    BASIC = "basic", "Basic auth (value user:password)"
+    HEADER = "header", "API key in a header (field: the header name)"
+    QUERY = "query", "API key in a query parameter (field: the parameter name)"
+
+
+class Credential(models.Model):
+    """A secret an upstream authenticates with, or, per subject, each end user's own token."""
+
+    tenant = models.ForeignKey(
+        "tenancy.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="Owner. Empty: the platform's, for the platform's upstreams only.",
+    )
+    name = models.CharField(max_length=63, validators=[name_validator])
+    kind = models.CharField(max_length=10, choices=CredentialKind.choices)
+    field = models.CharField(
+        max_length=100, blank=True,
+        help_text="The header name (kind header) or query parameter name (kind query); empty otherwise.",
+    )
+    per_subject = models.BooleanField(
+        default=False, verbose_name="per end user",
+        help_text="Each end user's own token, registered by the agent's backend with "
+        "PUT /api/v1/credentials/{name}/subjects/{subject}; the credential holds no value itself.",
+    )
+    ciphertext = models.TextField(blank=True, editable=False)
+    last4 = models.CharField(max_length=4, blank=True, editable=False, verbose_name="last four")
+    changed_by = models.CharField(max_length=200, blank=True, editable=False)
+    changed_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = _owner_constraints("credential")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if clash := _platform_clash(self):
+            errors["name"] = clash
+        if self.kind in (CredentialKind.HEADER, CredentialKind.QUERY):
+            if not self.field:
+                errors["field"] = f"A {self.kind} credential needs the {self.kind} name it is sent as."
+            elif self.kind == CredentialKind.HEADER:
+                try:
+                    header_name_validator(self.field)
+                except ValidationError as error:
+                    errors["field"] = error.messages[0]
+        elif self.field:
+            errors["field"] = f"A {self.kind} credential has no field; leave it empty."
+        if self.per_subject and self.tenant_id is None:
+            errors["per_subject"] = (
+                "Only a tenant's credential can be per end user: that tenant's agents register "
+                "their users' tokens."
+            )
+        if errors:
+            raise ValidationError(errors)
+
+
+class SubjectCredential(models.Model):
+    """One end user's own value of a per-subject credential."""
+
+    credential = models.ForeignKey(Credential, on_delete=models.CASCADE, related_name="subjects")
+    subject = models.CharField(max_length=200)
+    ciphertext = models.TextField(editable=False)
+    last4 = models.CharField(max_length=4, blank=True, editable=False, verbose_name="last four")
+    changed_at = models.DateTimeField(editable=False)
+
+    class Meta:
+        ordering = ["subject"]
+        constraints = [
+            models.UniqueConstraint(fields=["credential", "subject"], name="subject_credential_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.credential.name} of {self.subject}"
+
+
+class Upstream(TimeStampedModel):
+    """An external system tools call: where it is, how long to wait, how to authenticate."""
+
+    tenant = models.ForeignKey(
+        "tenancy.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="Owner. Empty: the platform's, usable by every tenant's tools, edited by superusers.",
+    )
+    name = models.CharField(
+        max_length=63, validators=[name_validator],
+        help_text="What tool versions name in executor_config.upstream. Unique within its owner, "
+        "and never the name of a platform upstream (or, for a platform upstream, of any tenant's).",
+    )
+    kind = models.CharField(max_length=10, choices=UpstreamKind.choices, default=UpstreamKind.HTTP)
+    base_url = models.URLField(
+        max_length=500, verbose_name="base URL",
+        help_text="http(s) URL that versions' paths are appended to, e.g. https://api.example.com/v2.",
+    )
+    timeout_s = models.FloatField(
+        default=10.0, validators=[MinValueValidator(0.1), MaxValueValidator(600)],
+        verbose_name="default timeout (s)",
+    )
+    credential = models.ForeignKey(
+        Credential, on_delete=models.PROTECT, null=True, blank=True, related_name="upstreams",
+        help_text="Sent with every request; a credential of the same owner.",
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = _owner_constraints("upstream")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if clash := _platform_clash(self):
+            errors["name"] = clash
+        if self.base_url and not self.base_url.lower().startswith(("http://", "https://")):
+            errors["base_url"] = "Use an http:// or https:// URL."
+        credential = self.credential
+        if credential is not None and credential.tenant_id != self.tenant_id:
+            errors["credential"] = (
+                "Use a credential of the upstream's own owner: a credential is sent only to "
+                "upstreams its owner configured."
+            )
+        if errors:
+            raise ValidationError(errors)

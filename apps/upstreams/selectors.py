@@ -1,0 +1,106 @@
+"""Reads of upstreams and credentials. `upstream_for_call` is the executors' entry: the one
+place a credential's value is decrypted, into memory only."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from dataclasses import dataclass, field
+
+from django.apps import apps
+from django.db import models
+from django.db.models import Q, QuerySet
+
+from .crypto import InvalidToken, decrypt
+from .errors import CredentialUnreadable, SubjectCredentialMissing, UpstreamNotFound
+from .models import Credential, CredentialKind, SubjectCredential, Upstream
+
+logger = logging.getLogger("toolhub.upstreams")
+
+
+@dataclass(frozen=True)
+class ResolvedUpstream:
+    """What an executor needs to call an upstream. The auth parts hold plaintext: they are
+    left out of repr so that no log line or traceback shows them."""
+
+    name: str
+    kind: str
+    base_url: str
+    timeout_s: float
+    auth_headers: dict[str, str] = field(default_factory=dict, repr=False)
+    auth_query: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+def upstreams_visible(*, tenant_id: int | None) -> QuerySet[Upstream]:
+    """The upstreams a tenant's tools may name: its own and the platform's (the platform's
+    only, for no tenant)."""
+    visible = Q(tenant__isnull=True)
+    if tenant_id is not None:
+        visible |= Q(tenant_id=tenant_id)
+    return Upstream.objects.filter(visible)
+
+
+def upstream_get(*, tenant_id: int | None, name: str) -> Upstream | None:
+    """The upstream of that name the tenant may use, or None."""
+    return upstreams_visible(tenant_id=tenant_id).select_related("credential").filter(name=name).first()
+
+
+def credential_get(*, tenant_id: int | None, name: str) -> Credential | None:
+    """The credential of that name owned by the tenant (by the platform for None), or None."""
+    owner = Q(tenant__isnull=True) if tenant_id is None else Q(tenant_id=tenant_id)
+    return Credential.objects.filter(owner, name=name).first()
+
+
+def _auth(credential: Credential, value: str) -> tuple[dict[str, str], dict[str, str]]:
+    if credential.kind == CredentialKind.BEARER:
+        return {"Authorization": f"Bearer {value}"}, {}
+    if credential.kind == CredentialKind.BASIC:
+        return {"Authorization": "Basic " + base64.b64encode(value.encode()).decode()}, {}
+    if credential.kind == CredentialKind.HEADER:
+        return {credential.field: value}, {}
+    return {}, {credential.field: value}
+
+
+def _value_for(upstream: Upstream, credential: Credential, subject: str) -> str:
+    ciphertext = credential.ciphertext
+    if credential.per_subject:
+        own = SubjectCredential.objects.filter(credential=credential, subject=subject).first()
+        if own is None:
+            raise SubjectCredentialMissing(credential.name)
+        ciphertext = own.ciphertext
+    try:
+        return decrypt(ciphertext)
+    except InvalidToken:
+        logger.error(
+            "credential %s of upstream %s cannot be decrypted with TOOLHUB_ENCRYPTION_KEYS",
+            credential.name, upstream.name,
+        )
+        raise CredentialUnreadable(upstream.name, credential.name) from None
+
+
+def upstream_for_call(*, tenant_id: int | None, name: str, subject: str) -> ResolvedUpstream:
+    """The upstream `name` as the tenant's tool calls it, for the session's `subject` ("" for
+    none), with its credential's value decrypted into the auth headers or query.
+
+    Raises UpstreamNotFound (none visible to the tenant; CredentialUnreadable, a subclass,
+    when no configured key decrypts its credential) or SubjectCredentialMissing (a per-user
+    credential and this subject registered no token).
+    """
+    upstream = upstream_get(tenant_id=tenant_id, name=name)
+    if upstream is None:
+        raise UpstreamNotFound(name)
+    headers: dict[str, str] = {}
+    query: dict[str, str] = {}
+    credential = upstream.credential
+    if credential is not None:
+        headers, query = _auth(credential, _value_for(upstream, credential, subject))
+    return ResolvedUpstream(
+        name=upstream.name, kind=upstream.kind, base_url=upstream.base_url, timeout_s=upstream.timeout_s,
+        auth_headers=headers, auth_query=query,
+    )
+
+
+def tenant_by_slug(*, slug: str) -> models.Model | None:
+    """The tenant of that slug, for the commands. By model reference: tenancy sits beside
+    this app, not below it."""
+    return apps.get_model("tenancy", "Tenant").objects.filter(slug=slug).first()

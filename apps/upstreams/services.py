@@ -1,0 +1,170 @@
+"""Writes of upstreams and credentials, each with its audit event in one transaction.
+
+A credential's value arrives here in plaintext and leaves only as a MultiFernet token and
+its last four characters; audit events say what changed, never the value.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import connection, models, transaction
+from django.utils import timezone
+
+from apps.audit.services import audit_record, audited_save
+
+from .crypto import encrypt, reencrypt
+from .models import Credential, SubjectCredential, Upstream, last4, value_problem
+
+
+def _lock_name(kind: str, name: str) -> None:
+    """Serialize saves of one name until commit: whether a tenant's name clashes with a
+    platform one spans rows no unique index covers."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"toolhub.{kind}:{name}"])
+
+
+def _check_value(value: str, *, kind: str) -> None:
+    if problem := value_problem(value, kind=kind):
+        raise ValidationError({"value": problem})
+
+
+def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
+    """Create or update an upstream. Validates (ValidationError: a name its owner or the
+    platform already has, a URL that is no http(s), another owner's credential), writes it
+    and an audit event."""
+    creating = upstream.pk is None
+    with transaction.atomic():
+        _lock_name("upstream", upstream.name)
+        audited_save(
+            upstream, tenant_id=upstream.tenant_id, actor=actor,
+            action="upstream.create" if creating else "upstream.update",
+            data={
+                "name": upstream.name, "kind": upstream.kind, "base_url": upstream.base_url,
+                "credential": upstream.credential.name if upstream.credential_id else None,
+            },
+        )
+    return upstream
+
+
+def upstream_delete(*, upstream: Upstream, actor: str) -> None:
+    with transaction.atomic():
+        audit_record(tenant_id=upstream.tenant_id, actor=actor, action="upstream.delete", target=upstream,
+                     data={"name": upstream.name})
+        upstream.delete()
+
+
+def credential_set(
+    *,
+    tenant: models.Model | None,
+    name: str,
+    kind: str,
+    field: str,
+    value: str | None,
+    per_subject: bool,
+    actor: str,
+) -> Credential:
+    """Create or update the credential `name` of `tenant` (a Tenant, or None for the
+    platform's). `value` None keeps the stored one; a per-subject credential holds none.
+
+    Raises ValidationError: a name clash, a field the kind does not take or lacks, a value
+    that is missing, not printable ASCII, or given to a per-subject credential. Writes the
+    credential and an audit event (without the value).
+    """
+    tenant_id = getattr(tenant, "pk", None)
+    with transaction.atomic():
+        _lock_name("credential", name)
+        credential = Credential.objects.select_for_update().filter(tenant_id=tenant_id, name=name).first()
+        creating = credential is None
+        if credential is None:
+            credential = Credential(tenant_id=tenant_id, name=name)
+        credential.kind, credential.field, credential.per_subject = kind, field, per_subject
+        if per_subject:
+            if value:
+                raise ValidationError({"value": (
+                    "A per-end-user credential has no value of its own: each user's token is "
+                    "registered with PUT /api/v1/credentials/{name}/subjects/{subject}."
+                )})
+            credential.ciphertext, credential.last4 = "", ""
+        elif value is not None:
+            _check_value(value, kind=kind)
+            credential.ciphertext, credential.last4 = encrypt(value), last4(value)
+        elif not credential.ciphertext:
+            raise ValidationError({"value": "Enter the value: this credential has none stored yet."})
+        credential.changed_by, credential.changed_at = actor, timezone.now()
+        audited_save(
+            credential, tenant_id=tenant_id, actor=actor,
+            action="credential.create" if creating else "credential.update",
+            data={"name": name, "kind": kind, "field": field, "per_subject": per_subject,
+                  "value_changed": bool(value)},
+        )
+    return credential
+
+
+def credential_delete(*, credential: Credential, actor: str) -> None:
+    """Delete a credential no upstream uses (ProtectedError otherwise), with its users' tokens."""
+    with transaction.atomic():
+        audit_record(tenant_id=credential.tenant_id, actor=actor, action="credential.delete",
+                     target=credential, data={"name": credential.name})
+        credential.delete()
+
+
+def _refuse_unless_per_subject(credential: Credential) -> None:
+    if not credential.per_subject:
+        raise ValidationError(
+            f"Credential {credential.name} is not per end user: it has one value for everyone, "
+            "set by an operator."
+        )
+
+
+def credential_set_for_subject(
+    *, credential: Credential, subject: str, value: str, actor: str
+) -> SubjectCredential:
+    """Store (or replace) one end user's own value of a per-subject credential. Raises
+    ValidationError (not per subject, or a value that cannot be stored); writes the value
+    encrypted and an audit event naming the subject."""
+    _refuse_unless_per_subject(credential)
+    _check_value(value, kind=credential.kind)
+    with transaction.atomic():
+        own, created = SubjectCredential.objects.update_or_create(
+            credential=credential, subject=subject,
+            defaults={"ciphertext": encrypt(value), "last4": last4(value), "changed_at": timezone.now()},
+        )
+        audit_record(
+            tenant_id=credential.tenant_id, actor=actor, target=credential,
+            action="credential.subject_set" if created else "credential.subject_replace",
+            data={"name": credential.name, "subject": subject},
+        )
+    return own
+
+
+def credential_delete_for_subject(*, credential: Credential, subject: str, actor: str) -> bool:
+    """Forget one end user's value; True if there was one. Writes an audit event when so."""
+    with transaction.atomic():
+        deleted, _ = SubjectCredential.objects.filter(credential=credential, subject=subject).delete()
+        if deleted:
+            audit_record(
+                tenant_id=credential.tenant_id, actor=actor, target=credential,
+                action="credential.subject_delete", data={"name": credential.name, "subject": subject},
+            )
+    return bool(deleted)
+
+
+def credentials_rotate(*, actor: str) -> int:
+    """Re-encrypt every stored value under the newest key of TOOLHUB_ENCRYPTION_KEYS, in one
+    transaction; returns how many values were re-encrypted. Raises InvalidToken (nothing
+    changed) when a value is readable by no configured key. Writes an audit event per
+    credential."""
+    count = 0
+    with transaction.atomic():
+        for credential in Credential.objects.select_for_update().order_by("pk"):
+            subjects = SubjectCredential.objects.select_for_update().filter(credential=credential)
+            values = [credential, *subjects]
+            for row in values:
+                if row.ciphertext:
+                    row.ciphertext = reencrypt(row.ciphertext)
+                    row.save(update_fields=["ciphertext"])
+                    count += 1
+            audit_record(tenant_id=credential.tenant_id, actor=actor, action="credential.rotate",
+                         target=credential, data={"name": credential.name, "subjects": len(values) - 1})
+    return count
