@@ -43,6 +43,8 @@ from apps.common.errors import (
     UpstreamError,
 )
 from apps.common.request_context import in_current_context
+from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
+from apps.upstreams.selectors import upstream_for_call
 
 from .base import (
     ExecutionAmbiguous,
@@ -86,8 +88,26 @@ def _endpoint(request: ExecutionRequest) -> Endpoint:
     elif config.get("url_setting"):
         base_url = str(getattr(settings, config["url_setting"]))
     else:
-        raise _unavailable(request, f"its upstream {config.get('upstream')!r} is not known to this ToolHub")
+        return _upstream_endpoint(request, str(config.get("upstream")))
     return Endpoint(base_url=base_url.rstrip("/"), headers=headers, query={})
+
+
+def _upstream_endpoint(request: ExecutionRequest, name: str) -> Endpoint:
+    """The named upstream, as the tool's owner sees it (a shared tool: the platform's only),
+    with its credential for this session's end user. Refusals are the upstream app's errors:
+    `unavailable` (no such upstream, an unreadable credential) or `forbidden` (the user has
+    not connected their account); nothing is sent."""
+    try:
+        owner = None if request.platform_owned else request.tenant_id
+        upstream = upstream_for_call(tenant_id=owner, name=name, subject=request.subject)
+    except (UpstreamNotFound, SubjectCredentialMissing) as exc:
+        logger.warning(
+            "%s v%s refused, nothing sent: %s", request.tool_name, request.version_number, exc.message
+        )
+        raise ExecutionRejected(exc) from None
+    return Endpoint(
+        base_url=upstream.base_url.rstrip("/"), headers=upstream.auth_headers, query=upstream.auth_query
+    )
 
 
 def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint) -> httpx.Request:
