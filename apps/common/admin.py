@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -19,9 +19,11 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.auth.models import User
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
 from django.db import models
 from django.db.models import Q, QuerySet
+from django.db.models.fields.related import RelatedField
 from django.forms.fields import InvalidJSONInput
 from django.forms.models import model_to_dict
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
@@ -31,7 +33,9 @@ from django.utils.module_loading import import_string
 from django.utils.safestring import SafeString
 
 if TYPE_CHECKING:
+    from django.contrib.admin.options import _ListFilterT
     from django.template.response import _TemplateForResponseT
+    from django.utils.datastructures import _ListOrTuple
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,22 @@ def restrict_to_scope(
     if include_shared:
         visible |= Q(**{f"{tenant_path}__isnull": True})
     return queryset.filter(visible)
+
+
+def admin_user(request: HttpRequest) -> User:
+    """The signed-in user of an admin page (the admin site lets nobody else in)."""
+    user = request.user
+    if not user.is_authenticated:
+        raise PermissionDenied
+    return user
+
+
+def model_choice_field(form: forms.BaseForm, name: str) -> forms.ModelChoiceField:
+    """A form's field that offers model rows, to narrow its choices."""
+    field = form.fields[name]
+    if not isinstance(field, forms.ModelChoiceField):
+        raise TypeError(f"{type(form).__name__}.{name} does not offer model rows")
+    return field
 
 
 def admin_actor(request: HttpRequest) -> str:
@@ -235,7 +255,7 @@ class TenantScopedAdmin(ToolHubAdmin):
             tenant_path=self.tenant_path, include_shared=self.include_shared,
         )
 
-    def get_field_queryset(self, db: str | None, db_field: models.Field, request: HttpRequest) -> QuerySet:
+    def get_field_queryset(self, db: str | None, db_field: RelatedField, request: HttpRequest) -> QuerySet:
         queryset = super().get_field_queryset(db, db_field, request)
         model = db_field.remote_field.model
         if queryset is None:
@@ -259,7 +279,7 @@ class TenantScopedAdmin(ToolHubAdmin):
             return type(form.__name__, (_FixedTenantForm, form), {"fixed_tenant_id": scope.tenant_id})
         return form
 
-    def get_list_filter(self, request: HttpRequest) -> Sequence[Any]:
+    def get_list_filter(self, request: HttpRequest) -> _ListOrTuple[_ListFilterT]:
         filters = super().get_list_filter(request)
         if admin_scope(request).unrestricted:
             return filters
