@@ -20,7 +20,7 @@ from .patterns import schema_pattern_problems
 
 BINDING_POLICIES = ("must_match", "overwrite")
 
-_NORMALIZERS_SCHEMA = {
+_NORMALIZERS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {
         "type": "array",
@@ -28,7 +28,7 @@ _NORMALIZERS_SCHEMA = {
         "uniqueItems": True,
     },
 }
-_BINDINGS_SCHEMA = {
+_BINDINGS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {
         "type": "object",
@@ -70,7 +70,7 @@ _RULE_SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["callable"],
     },
 }
-_RULES_SCHEMA = {
+_RULES_SCHEMA: dict[str, Any] = {
     "type": "array",
     "items": {
         "type": "object",
@@ -112,7 +112,7 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 # executor_config keys that name something of the platform's settings (a secret, a URL).
 PLATFORM_SETTING_KEYS = ("secret_ref", "url_setting")
-_APPROVAL_SCHEMA = {
+_APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "always": {"type": "boolean"},
