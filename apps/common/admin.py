@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from django.template.response import _TemplateForResponseT
     from django.utils.datastructures import _ListOrTuple
 
+    # The mixins below are mixed into model admins: checked as one, plain classes at run time.
+    _ModelAdminMixinBase = admin.ModelAdmin
+else:
+    _ModelAdminMixinBase = object
+
 
 @dataclass(frozen=True)
 class AdminScope:
@@ -64,7 +69,7 @@ def admin_scope(request: HttpRequest) -> AdminScope:
     scope = getattr(request, "_toolhub_admin_scope", None)
     if scope is None:
         scope = _scope_of_user()(user=request.user)
-        request._toolhub_admin_scope = scope  # type: ignore[attr-defined]
+        request._toolhub_admin_scope = scope  # type: ignore[attr-defined]  # a memo on this request
     return scope
 
 
@@ -194,7 +199,7 @@ class ReadOnlyInline(ReadOnlyAdminMixin, admin.TabularInline):
     can_delete = False
 
 
-class UnscopedOnlyAdminMixin:
+class UnscopedOnlyAdminMixin(_ModelAdminMixinBase):
     """Global configuration and data of no tenant: hidden from tenant-scoped staff, whose
     view must stay inside their tenant (other tenants' tools appear in toolsets, say)."""
 
@@ -202,19 +207,19 @@ class UnscopedOnlyAdminMixin:
         return admin_scope(request).is_tenant
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return not self._scoped(request) and super().has_module_permission(request)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_module_permission(request)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return not self._scoped(request) and super().has_view_permission(request, obj)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_view_permission(request, obj)
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return not self._scoped(request) and super().has_add_permission(request, *args)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_add_permission(request, *args)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return not self._scoped(request) and super().has_change_permission(request, obj)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return not self._scoped(request) and super().has_delete_permission(request, obj)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_delete_permission(request, obj)
 
 
 class _FixedTenantForm(forms.ModelForm):
@@ -337,7 +342,7 @@ def stored_digest(obj: models.Model) -> str:
     return hashlib.sha256(values.encode()).hexdigest()
 
 
-class ObjectButtonsMixin:
+class ObjectButtonsMixin(_ModelAdminMixinBase):
     """Buttons on the change page that run one service for the object.
 
     `object_buttons` says which buttons this user may press on this object; the view
@@ -359,17 +364,20 @@ class ObjectButtonsMixin:
         raise NotImplementedError
 
     def get_urls(self) -> list[URLPattern]:
-        opts = self.opts  # type: ignore[attr-defined]
-        view = self.admin_site.admin_view(self._object_button_view)  # type: ignore[attr-defined]
+        opts = self.opts
+        view = self.admin_site.admin_view(self._object_button_view)
         name = f"{opts.app_label}_{opts.model_name}_button"
-        return [path("<path:object_id>/do/<slug:button>/", view, name=name), *super().get_urls()]  # type: ignore[misc]
+        return [path("<path:object_id>/do/<slug:button>/", view, name=name), *super().get_urls()]
 
     def _object_button_view(self, request: HttpRequest, object_id: str, button: str) -> HttpResponse:
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
+        obj = self.get_object(request, unquote(object_id))
         if obj is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+            # Django's own "not found" answer of the admin; private, so not in the stubs.
+            return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+                request, self.opts, object_id
+            )
         offered = {b.name: b for b in self.object_buttons(request, obj)}
         if button not in offered:
             raise PermissionDenied
@@ -382,13 +390,13 @@ class ObjectButtonsMixin:
                 f"{what} was changed since the page was opened. Save your changes (or reload the page), "
                 f"check it, then press {pressed.label} again."
             ))
-            return redirect_to_change(self, obj)  # type: ignore[arg-type]
+            return redirect_to_change(self, obj)
         return self.run_object_button(request, obj, button)
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
     ) -> HttpResponse:
-        obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
+        obj = self.get_object(request, unquote(object_id))
         buttons = self.object_buttons(request, obj) if obj else []
         context = {
             "toolhub_buttons": [b for b in buttons if not b.note_required],
@@ -396,4 +404,4 @@ class ObjectButtonsMixin:
             "toolhub_shown_digest": stored_digest(obj) if obj else "",
             **(extra_context or {}),
         }
-        return super().change_view(request, object_id, form_url, context)  # type: ignore[misc]
+        return super().change_view(request, object_id, form_url, context)
