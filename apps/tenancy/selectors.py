@@ -27,9 +27,10 @@ def agent_key_by_prefix(*, prefix: str) -> AgentKey | None:
 
 def staff_tenant_id(*, user: User | AnonymousUser) -> int | None:
     """The tenant a staff user is scoped to, or None when the user has no StaffScope."""
-    if not user.is_authenticated:
-        return None
-    return StaffScope.objects.filter(user_id=user.pk).values_list("tenant_id", flat=True).first()
+    # An anonymous user asks too (for a scope of no user, which none has): every admin page,
+    # the login form included, then needs the database and answers 503 without it.
+    scoped = StaffScope.objects.filter(user=user if user.is_authenticated else None)
+    return scoped.values_list("tenant_id", flat=True).first()
 
 
 def permissions_held(*, user: User) -> QuerySet[Permission]:
