@@ -22,7 +22,13 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from apps.catalog.models import Tool
-from apps.common.admin import AdminScope, TenantScopedAdmin, admin_scope, restrict_to_scope
+from apps.common.admin import (
+    AdminScope,
+    TenantScopedAdmin,
+    admin_scope,
+    model_choice_field,
+    restrict_to_scope,
+)
 
 from .models import CapabilityRequest, CapabilityStatus
 from .services import capability_request_set_status
@@ -32,24 +38,23 @@ def _actor(request: HttpRequest) -> str:
     return f"admin:{request.user.get_username()}"
 
 
-def _owned_name(tool: Tool) -> str:
-    """Two tenants may each have a tool of one name: say whose."""
-    return f"{tool.name} ({tool.tenant.slug if tool.tenant_id else 'shared'})"
+class _OwnedToolField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Tool) -> str:
+        """Two tenants may each have a tool of one name: say whose."""
+        return f"{obj.name} ({obj.tenant.slug if obj.tenant is not None else 'shared'})"
 
 
 class FulfilForm(forms.Form):
-    fulfilled_by = forms.ModelChoiceField(
+    fulfilled_by = _OwnedToolField(
         queryset=Tool.objects.none(), help_text="The tool that now provides this capability."
     )
 
     def __init__(self, *args: Any, scope: AdminScope, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["fulfilled_by"]
-        field.queryset = restrict_to_scope(
+        model_choice_field(self, "fulfilled_by").queryset = restrict_to_scope(
             Tool.objects.select_related("tenant").order_by("name"), scope, tenant_path="tenant",
             include_shared=True,
         )
-        field.label_from_instance = _owned_name
 
 
 class DeclineForm(forms.Form):

@@ -5,7 +5,7 @@ through apps/catalog/services.py so it is audited and seen by the gateway at onc
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django import forms
 from django.contrib import admin, messages
@@ -44,8 +44,12 @@ from .services import (
     version_save_draft,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldsetSpec
+    from django_stubs_ext import WithAnnotations
+
 JSON_FIELDS = ("parameters", "executor_config", "normalizers", "context_bindings", "rules", "approval")
-VERSION_FIELDSETS = (
+VERSION_FIELDSETS: _FieldsetSpec = (
     (None, {"fields": ("tool", "number", "status", "published_at", "changelog")}),
     ("What the model reads", {"fields": ("description", "parameters", "strict", "empty_meaning")}),
     ("Execution", {"fields": ("side_effect", "executor", "executor_config", "mode", "timeout_s",
@@ -65,6 +69,11 @@ class ToolVersionInline(ReadOnlyInline):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("tool")
+
+
+class _VersionCounts(TypedDict):
+    latest_published_number: int | None
+    version_total: int
 
 
 @admin.register(Tool)
@@ -89,15 +98,15 @@ class ToolAdmin(TenantScopedAdmin):
 
     @admin.display(description="owner", ordering="tenant__slug")
     def owner(self, obj: Tool) -> str:
-        return obj.tenant.slug if obj.tenant_id else "shared"
+        return obj.tenant.slug if obj.tenant is not None else "shared"
 
     @admin.display(description="latest published", ordering="latest_published_number")
-    def latest_published(self, obj: Tool) -> str:
+    def latest_published(self, obj: WithAnnotations[Tool, _VersionCounts]) -> str:
         number = obj.latest_published_number
         return f"v{number}" if number else "none"
 
     @admin.display(description="versions", ordering="version_total")
-    def version_count(self, obj: Tool) -> int:
+    def version_count(self, obj: WithAnnotations[Tool, _VersionCounts]) -> int:
         return obj.version_total
 
     def save_model(self, request: HttpRequest, obj: Tool, form: Any, change: bool) -> None:
@@ -169,7 +178,7 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         actions.pop("delete_selected", None)  # only drafts may go, one at a time from their page
         return actions
 
-    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[tuple[Any, dict[str, Any]]]:
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> _FieldsetSpec:
         if self._editable(request, obj):
             return list(VERSION_FIELDSETS)
         # Read-only: show the JSON parts indented instead of on one line.
@@ -297,7 +306,8 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
 
 class ToolsetForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         toolset = Toolset(tenant=cleaned.get("tenant"))
         try:
             toolset.refuse_foreign_tools(cleaned.get("tools") or ())
@@ -308,7 +318,8 @@ class ToolsetForm(forms.ModelForm):
 
 class ToolsetPhaseForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         # The inline's parent, as the toolset form above it was just filled in.
         toolset = cleaned.get("toolset")
         try:
@@ -327,6 +338,11 @@ class ToolsetPhaseInline(admin.TabularInline):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("toolset").prefetch_related("tools")
+
+
+class _MemberCounts(TypedDict):
+    tool_total: int
+    phase_total: int
 
 
 @admin.register(Toolset)
@@ -350,14 +366,14 @@ class ToolsetAdmin(UnscopedOnlyAdminMixin, ToolHubAdmin):
 
     @admin.display(description="owner", ordering="tenant__slug")
     def owner(self, obj: Toolset) -> str:
-        return obj.tenant.slug if obj.tenant_id else "shared"
+        return obj.tenant.slug if obj.tenant is not None else "shared"
 
     @admin.display(description="tools", ordering="tool_total")
-    def tool_count(self, obj: Toolset) -> int:
+    def tool_count(self, obj: WithAnnotations[Toolset, _MemberCounts]) -> int:
         return obj.tool_total
 
     @admin.display(description="phases", ordering="phase_total")
-    def phase_count(self, obj: Toolset) -> int:
+    def phase_count(self, obj: WithAnnotations[Toolset, _MemberCounts]) -> int:
         return obj.phase_total
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:

@@ -35,7 +35,7 @@ RESERVED_HEADERS = frozenset(
 )
 _HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"  # an RFC 9110 token
 
-_NORMALIZERS_SCHEMA = {
+_NORMALIZERS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {
         "type": "array",
@@ -43,7 +43,7 @@ _NORMALIZERS_SCHEMA = {
         "uniqueItems": True,
     },
 }
-_BINDINGS_SCHEMA = {
+_BINDINGS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": {
         "type": "object",
@@ -85,7 +85,7 @@ _RULE_SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["callable"],
     },
 }
-_RULES_SCHEMA = {
+_RULES_SCHEMA: dict[str, Any] = {
     "type": "array",
     "items": {
         "type": "object",
@@ -144,7 +144,7 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 # executor_config keys that name something of the platform's settings (a secret, a URL).
 PLATFORM_SETTING_KEYS = ("secret_ref", "url_setting")
-_APPROVAL_SCHEMA = {
+_APPROVAL_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "always": {"type": "boolean"},

@@ -18,7 +18,7 @@ tool_name_validator = RegexValidator(
 )
 
 
-def name_uniqueness_constraints(prefix: str) -> list[models.UniqueConstraint]:
+def name_uniqueness_constraints(prefix: str) -> list[models.BaseConstraint]:
     """A name is unique within its tenant and within the shared catalog (tenant empty).
 
     That a tenant's name may not repeat a shared one (and the reverse) spans rows of both

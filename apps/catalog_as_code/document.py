@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 from django.core.exceptions import ValidationError
+from django.db import models
 
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.tenancy.models import TenantPolicy
@@ -78,7 +79,7 @@ def tenant_document(
         "tools": {
             tool.name: {
                 "summary": tool.summary,
-                "replaced_by": tool.replaced_by.name if tool.replaced_by_id else None,
+                "replaced_by": tool.replaced_by.name if tool.replaced_by is not None else None,
                 "versions": [version_entry(v) for v in sorted(tool.versions.all(), key=lambda v: v.number)],
             }
             for tool in sorted(tools, key=lambda t: t.name)
@@ -197,12 +198,20 @@ def _unknown_keys(
         problems.append(Problem(f"{path}.{key}", f"unknown key; allowed: {', '.join(allowed)}."))
 
 
-def _field_value(model: type, name: str, value: Any, path: str, problems: list[Problem]) -> Any:
+def _model_field(model: type[models.Model], name: str) -> models.Field:
+    """A field of the model's own columns (not the reverse side of a relation)."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field):
+        raise TypeError(f"{model.__name__}.{name} is not a field of its own")
+    return field
+
+
+def _field_value(model: type[models.Model], name: str, value: Any, path: str, problems: list[Problem]) -> Any:
     """`value` as the model field stores it (a YAML 10 for a float field is 10.0)."""
     if name in _JSON_FIELDS or value is None:
         return value
     try:
-        return model._meta.get_field(name).to_python(value)
+        return _model_field(model, name).to_python(value)
     except ValidationError as error:
         problems.extend(problems_of(path, error))
         return value
@@ -223,7 +232,7 @@ def _check_version(raw: Any, path: str, problems: list[Problem]) -> dict[str, An
         return None
     entry: dict[str, Any] = {"number": number, "status": status}
     for name in VERSION_FIELDS:
-        model_field = ToolVersion._meta.get_field(name)
+        model_field = _model_field(ToolVersion, name)
         value = raw[name] if name in raw else model_field.get_default()
         entry[name] = _sorted(_field_value(ToolVersion, name, value, f"{path}.{name}", problems))
     return entry
@@ -301,7 +310,7 @@ def _check_policy(entry: dict[str, Any], problems: list[Problem]) -> dict[str, A
         return None
     checked = {"_path": path, "tool": entry["tool"]}
     for name in POLICY_FIELDS:
-        value = entry[name] if entry[name] is not None else TenantPolicy._meta.get_field(name).get_default()
+        value = entry[name] if entry[name] is not None else _model_field(TenantPolicy, name).get_default()
         if name != "rule_overrides":
             value = _field_value(TenantPolicy, name, value, f"{path}.{name}", problems)
         checked[name] = _sorted(value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -19,9 +19,11 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.auth.models import User
 from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
 from django.db import models
 from django.db.models import Q, QuerySet
+from django.db.models.fields.related import RelatedField
 from django.forms.fields import InvalidJSONInput
 from django.forms.models import model_to_dict
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
@@ -31,7 +33,14 @@ from django.utils.module_loading import import_string
 from django.utils.safestring import SafeString
 
 if TYPE_CHECKING:
+    from django.contrib.admin.options import _ListFilterT
     from django.template.response import _TemplateForResponseT
+    from django.utils.datastructures import _ListOrTuple
+
+    # The mixins below are mixed into model admins: checked as one, plain classes at run time.
+    _ModelAdminMixinBase = admin.ModelAdmin
+else:
+    _ModelAdminMixinBase = object
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,7 @@ def admin_scope(request: HttpRequest) -> AdminScope:
     scope = getattr(request, "_toolhub_admin_scope", None)
     if scope is None:
         scope = _scope_of_user()(user=request.user)
-        request._toolhub_admin_scope = scope  # type: ignore[attr-defined]
+        request._toolhub_admin_scope = scope  # type: ignore[attr-defined]  # a memo on this request
     return scope
 
 
@@ -79,6 +88,22 @@ def restrict_to_scope(
     if include_shared:
         visible |= Q(**{f"{tenant_path}__isnull": True})
     return queryset.filter(visible)
+
+
+def admin_user(request: HttpRequest) -> User:
+    """The signed-in user of an admin page (the admin site lets nobody else in)."""
+    user = request.user
+    if not user.is_authenticated:
+        raise PermissionDenied
+    return user
+
+
+def model_choice_field(form: forms.BaseForm, name: str) -> forms.ModelChoiceField:
+    """A form's field that offers model rows, to narrow its choices."""
+    field = form.fields[name]
+    if not isinstance(field, forms.ModelChoiceField):
+        raise TypeError(f"{type(form).__name__}.{name} does not offer model rows")
+    return field
 
 
 def admin_actor(request: HttpRequest) -> str:
@@ -174,7 +199,7 @@ class ReadOnlyInline(ReadOnlyAdminMixin, admin.TabularInline):
     can_delete = False
 
 
-class UnscopedOnlyAdminMixin:
+class UnscopedOnlyAdminMixin(_ModelAdminMixinBase):
     """Global configuration and data of no tenant: hidden from tenant-scoped staff, whose
     view must stay inside their tenant (other tenants' tools appear in toolsets, say)."""
 
@@ -182,19 +207,19 @@ class UnscopedOnlyAdminMixin:
         return admin_scope(request).is_tenant
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return not self._scoped(request) and super().has_module_permission(request)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_module_permission(request)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return not self._scoped(request) and super().has_view_permission(request, obj)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_view_permission(request, obj)
 
     def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
-        return not self._scoped(request) and super().has_add_permission(request, *args)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_add_permission(request, *args)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return not self._scoped(request) and super().has_change_permission(request, obj)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return not self._scoped(request) and super().has_delete_permission(request, obj)  # type: ignore[misc]
+        return not self._scoped(request) and super().has_delete_permission(request, obj)
 
 
 class _FixedTenantForm(forms.ModelForm):
@@ -235,7 +260,7 @@ class TenantScopedAdmin(ToolHubAdmin):
             tenant_path=self.tenant_path, include_shared=self.include_shared,
         )
 
-    def get_field_queryset(self, db: str | None, db_field: models.Field, request: HttpRequest) -> QuerySet:
+    def get_field_queryset(self, db: str | None, db_field: RelatedField, request: HttpRequest) -> QuerySet:
         queryset = super().get_field_queryset(db, db_field, request)
         model = db_field.remote_field.model
         if queryset is None:
@@ -259,7 +284,7 @@ class TenantScopedAdmin(ToolHubAdmin):
             return type(form.__name__, (_FixedTenantForm, form), {"fixed_tenant_id": scope.tenant_id})
         return form
 
-    def get_list_filter(self, request: HttpRequest) -> Sequence[Any]:
+    def get_list_filter(self, request: HttpRequest) -> _ListOrTuple[_ListFilterT]:
         filters = super().get_list_filter(request)
         if admin_scope(request).unrestricted:
             return filters
@@ -317,7 +342,7 @@ def stored_digest(obj: models.Model) -> str:
     return hashlib.sha256(values.encode()).hexdigest()
 
 
-class ObjectButtonsMixin:
+class ObjectButtonsMixin(_ModelAdminMixinBase):
     """Buttons on the change page that run one service for the object.
 
     `object_buttons` says which buttons this user may press on this object; the view
@@ -339,17 +364,20 @@ class ObjectButtonsMixin:
         raise NotImplementedError
 
     def get_urls(self) -> list[URLPattern]:
-        opts = self.opts  # type: ignore[attr-defined]
-        view = self.admin_site.admin_view(self._object_button_view)  # type: ignore[attr-defined]
+        opts = self.opts
+        view = self.admin_site.admin_view(self._object_button_view)
         name = f"{opts.app_label}_{opts.model_name}_button"
-        return [path("<path:object_id>/do/<slug:button>/", view, name=name), *super().get_urls()]  # type: ignore[misc]
+        return [path("<path:object_id>/do/<slug:button>/", view, name=name), *super().get_urls()]
 
     def _object_button_view(self, request: HttpRequest, object_id: str, button: str) -> HttpResponse:
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
+        obj = self.get_object(request, unquote(object_id))
         if obj is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]
+            # Django's own "not found" answer of the admin; private, so not in the stubs.
+            return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+                request, self.opts, object_id
+            )
         offered = {b.name: b for b in self.object_buttons(request, obj)}
         if button not in offered:
             raise PermissionDenied
@@ -362,13 +390,13 @@ class ObjectButtonsMixin:
                 f"{what} was changed since the page was opened. Save your changes (or reload the page), "
                 f"check it, then press {pressed.label} again."
             ))
-            return redirect_to_change(self, obj)  # type: ignore[arg-type]
+            return redirect_to_change(self, obj)
         return self.run_object_button(request, obj, button)
 
     def change_view(
         self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict | None = None
     ) -> HttpResponse:
-        obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
+        obj = self.get_object(request, unquote(object_id))
         buttons = self.object_buttons(request, obj) if obj else []
         context = {
             "toolhub_buttons": [b for b in buttons if not b.note_required],
@@ -376,4 +404,4 @@ class ObjectButtonsMixin:
             "toolhub_shown_digest": stored_digest(obj) if obj else "",
             **(extra_context or {}),
         }
-        return super().change_view(request, object_id, form_url, context)  # type: ignore[misc]
+        return super().change_view(request, object_id, form_url, context)

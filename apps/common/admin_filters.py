@@ -38,9 +38,10 @@ class AgeFilter(admin.SimpleListFilter):
         return [(value, label) for value, (label, _, _) in AGES.items()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() not in AGES:
+        age = self.value()
+        if age is None or age not in AGES:
             return queryset
-        _, older_than, younger_than = AGES[self.value()]
+        _, older_than, younger_than = AGES[age]
         now = timezone.now()
         if older_than is not None:
             queryset = queryset.filter(**{f"{self.date_field}__lt": now - older_than})

@@ -91,7 +91,7 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
             str(exc.detail), hint="See /api/docs/ for the methods of this path.", http_status=405
         )
     if isinstance(exc, drf.Throttled):
-        wait = float(exc.wait or 1)
+        wait = float(exc.wait or 1)  # type: ignore[attr-defined]  # set by __init__; the stubs omit it
         return RateLimitedError(
             "This agent sends requests faster than its limit.",
             hint=f"Wait {wait:.0f} s before the next request.",

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.cache.backends.base import BaseCache
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient
+
+if TYPE_CHECKING:
+    from django.core.cache.backends.redis import RedisSerializer
+    from redis import ConnectionPool, Redis
 
 # INCRBY only an existing key; nil for a missing one (Django's incr raises ValueError then).
 _INCR_EXISTING = """
@@ -45,6 +49,12 @@ return value
 
 
 class ReusedClientRedisCacheClient(RedisCacheClient):
+    if TYPE_CHECKING:  # Django's private members built on here, which its stubs leave out
+        _client: type[Redis]
+        _serializer: RedisSerializer
+
+        def _get_connection_pool(self, write: bool) -> ConnectionPool: ...
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._clients: dict[int, Any] = {}

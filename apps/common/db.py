@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, models, transaction
 from django.db.models.sql import UpdateQuery
@@ -59,7 +59,8 @@ def update_then_insert(queryset: models.QuerySet, values: dict[str, Any], then: 
                 return False
             then.save(force_insert=True)
             return True
-    update_query = queryset.query.chain(UpdateQuery)
+    # chain(klass) returns a klass; the stubs say only Query.
+    update_query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
     update_query.add_update_values(values)
     update_sql, update_params = update_query.get_compiler(connection.alias).as_sql()
     pk_column = connection.ops.quote_name(queryset.model._meta.pk.column)
@@ -90,11 +91,11 @@ def bulk_append(instances: Sequence[models.Model]) -> None:
         return
     model = type(instances[0])
     if not one_statement_writes():
-        model.objects.bulk_create(instances)
+        model._default_manager.bulk_create(instances)
         return
     fields = _new_row_fields(instances[0])
     table = connection.ops.quote_name(model._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    columns = _column_list(fields)
     # The raw psycopg cursor raises psycopg's exceptions: wrapped, callers catch Django's
     # (DataError for a value the database refuses, OperationalError when it is away).
     with (
@@ -125,7 +126,7 @@ def _insert_sql(instance: models.Model) -> tuple[str, Sequence[Any]]:
 def _row(instance: models.Model) -> tuple[str, str, list[Any]]:
     """Columns, placeholders and parameters of a new row, prepared as Model.save() would."""
     fields = _new_row_fields(instance)
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    columns = _column_list(fields)
     return columns, ", ".join(["%s"] * len(fields)), _values(instance, fields)
 
 
@@ -137,6 +138,16 @@ def _new_row_fields(instance: models.Model) -> list[models.Field]:
         for field in instance._meta.concrete_fields
         if not (field.primary_key and getattr(instance, field.attname) is None)
     ]
+
+
+def _column_list(fields: Sequence[models.Field]) -> str:
+    """The quoted column names of concrete fields, comma-separated."""
+    quoted = []
+    for field in fields:
+        if field.column is None:
+            raise ValueError(f"{field} is not a concrete field: it has no column")
+        quoted.append(connection.ops.quote_name(field.column))
+    return ", ".join(quoted)
 
 
 def _values(instance: models.Model, fields: Sequence[models.Field]) -> list[Any]:

@@ -30,7 +30,8 @@ class ToolHubError(Exception):
     kind: ClassVar[str] = "internal"
     recoverable: ClassVar[bool] = False
     # Tool errors are observations for the model: HTTP 200 unless the request itself is bad.
-    http_status: ClassVar[int] = 200
+    # The class gives the default; one raise may pass its own (`http_status=`).
+    http_status: int = 200
 
     def __init__(
         self,

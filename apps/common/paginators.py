@@ -11,6 +11,7 @@ from functools import cached_property
 
 from django.core.paginator import Paginator
 from django.db import connections
+from django.db.models import QuerySet
 
 # Above this many rows, counts are estimated (unfiltered) or capped (filtered).
 COUNT_CAP = 10_000
@@ -22,6 +23,8 @@ class EstimatedCountPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         queryset = self.object_list
+        if not isinstance(queryset, QuerySet):
+            raise TypeError("EstimatedCountPaginator pages querysets (the admin's changelists) only")
         if not queryset.query.where:
             estimate = _table_estimate(queryset)
             if estimate is not None and estimate > COUNT_CAP:
@@ -34,7 +37,7 @@ class EstimatedCountPaginator(Paginator):
         return capped
 
 
-def _table_estimate(queryset) -> int | None:
+def _table_estimate(queryset: QuerySet) -> int | None:
     connection = connections[queryset.db]
     if connection.vendor != "postgresql":
         return None

@@ -15,7 +15,13 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from apps.catalog.models import SideEffect, ToolVersion
-from apps.common.admin import admin_actor, admin_scope, restrict_to_scope, validation_message
+from apps.common.admin import (
+    admin_actor,
+    admin_scope,
+    model_choice_field,
+    restrict_to_scope,
+    validation_message,
+)
 from apps.tenancy.models import Agent
 
 from .console import sample_arguments, version_try
@@ -36,7 +42,7 @@ class TryItForm(forms.Form):
 
     def __init__(self, *args: Any, agents: QuerySet[Agent], readonly: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["agent"].queryset = agents
+        model_choice_field(self, "agent").queryset = agents
         if not readonly:
             self.fields["real"].disabled = True
             self.fields["real"].help_text = "Only readonly tools run for real from here; this one is not."
@@ -47,7 +53,10 @@ def version_try_view(request: HttpRequest, object_id: str) -> HttpResponse:
     version_admin = admin.site.get_model_admin(ToolVersion)
     version = version_admin.get_object(request, unquote(object_id))
     if version is None:
-        return version_admin._get_obj_does_not_exist_redirect(request, version_admin.opts, object_id)
+        # Django's own "not found" answer of the admin; private, so not in the stubs.
+        return version_admin._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+            request, version_admin.opts, object_id
+        )
     if not request.user.has_perm("catalog.change_toolversion"):
         raise PermissionDenied
     agents = restrict_to_scope(Agent.objects.select_related("tenant").filter(active=True),

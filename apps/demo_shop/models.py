@@ -27,11 +27,14 @@ class DemoOrder(models.Model):
         return self.order_id
 
 
+IDEMPOTENCY_KEY_CHARS = 600
+
+
 class DemoRefund(models.Model):
     """A refund recorded by the payments upstream; one per Idempotency-Key, ever."""
 
     refund_id = models.CharField(max_length=32, unique=True)
-    idempotency_key = models.CharField(max_length=600, unique=True)
+    idempotency_key = models.CharField(max_length=IDEMPOTENCY_KEY_CHARS, unique=True)
     order_id = models.CharField(max_length=16, db_index=True)
     amount_cents = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)

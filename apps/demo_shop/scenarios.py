@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import httpx
@@ -122,6 +123,12 @@ def reconciled_timeout(agent: _Agent, task_id: str, wait_s: float) -> ScenarioRe
                           "reconciliation", f"ledger/ledgerentry/?task_id={task_id}")
 
 
+def _reconciled_past(entry: LedgerEntry, attempt: int) -> bool:
+    """Whether the entry's reconciliation got past `attempt` (or into the triage queue)."""
+    return (LedgerEntry.objects.filter(pk=entry.pk)
+            .exclude(attempts__lte=attempt, triage_since__isnull=True).exists())
+
+
 def triage_entry(agent: _Agent, task_id: str, wait_s: float) -> ScenarioResult:
     """A refund that fails after recording while the provider's status checks fail too:
     every reconciliation attempt is unclear, so it ends in the triage queue."""
@@ -134,8 +141,7 @@ def triage_entry(agent: _Agent, task_id: str, wait_s: float) -> ScenarioResult:
         entry = _entry(task_id, "refund_1")
         for attempt in range(attempts):
             ledger_reconcile_entry_task.delay(str(entry.pk))
-            _wait(lambda attempt=attempt: LedgerEntry.objects.filter(pk=entry.pk)
-                  .exclude(attempts__lte=attempt, triage_since__isnull=True).exists(),
+            _wait(partial(_reconciled_past, entry, attempt),
                   wait_s=wait_s, what=f"reconciliation attempt {attempt + 1} of {attempts}")
     finally:
         # Faults this run armed and nobody used would fail someone else's status checks.

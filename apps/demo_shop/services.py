@@ -288,6 +288,8 @@ def _seed_admin(password: str) -> None:
 
 def _seed_agent_key(agent: Agent, key: str) -> AgentKey:
     prefix = split_key(key)
+    if prefix is None:
+        raise ValueError("The demo agent key is not shaped like an agent key.")
     existing = AgentKey.objects.filter(prefix=prefix).first()
     if existing is not None:
         return existing

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
 from .api_keys import demo_api_key_matches
-from .models import DemoRefund, PaymentsFaultKind
+from .models import IDEMPOTENCY_KEY_CHARS, DemoRefund, PaymentsFaultKind
 from .selectors import refund_get_by_key, status_endpoint_is_down
 from .services import REFUND_FAULTS, RefundRefused, payments_fault_take, refund_create
 from .tool_definitions import REFUND_PAYMENT
@@ -35,7 +36,6 @@ from .tool_definitions import REFUND_PAYMENT
 MAX_DELAY_MS = 60_000
 # An armed timeout answers this long after recording: past refund_payment's seeded timeout.
 TIMEOUT_FAULT_DELAY_MS = int(REFUND_PAYMENT["timeout_s"] * 1000) + 2000
-MAX_KEY_CHARS = DemoRefund._meta.get_field("idempotency_key").max_length
 
 
 class _BadRequest(Exception):
@@ -101,8 +101,8 @@ def _refund_input(request: HttpRequest) -> _RefundInput:
     key = request.headers.get("Idempotency-Key", "").strip()
     if not key:
         raise _BadRequest("The Idempotency-Key header is required: one key per refund you intend.")
-    if len(key) > MAX_KEY_CHARS:
-        raise _BadRequest(f"The Idempotency-Key is longer than {MAX_KEY_CHARS} characters.")
+    if len(key) > IDEMPOTENCY_KEY_CHARS:
+        raise _BadRequest(f"The Idempotency-Key is longer than {IDEMPOTENCY_KEY_CHARS} characters.")
     try:
         body = json.loads(request.body)
     except (ValueError, UnicodeDecodeError):
@@ -125,7 +125,7 @@ class RefundsView(View):
 
     http_method_names = ["get", "post"]
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not demo_api_key_matches(request.headers.get("Authorization", "")):
             return _error(401, "unauthorized", "Send 'Authorization: Bearer <API key>' with a valid key.")
         try:

@@ -45,6 +45,7 @@ from mcp_types import methods as surfaces
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import BaseModel, ValidationError
 from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
 
 from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
@@ -319,7 +320,7 @@ class McpView(View):
         if not _origin_allowed(request):
             return _error(None, McpError(types.INVALID_REQUEST, "Origin not allowed.", status=403))
         try:
-            authenticated = AgentKeyAuthentication().authenticate(request)
+            authenticated = AgentKeyAuthentication().authenticate(Request(request))
         except AuthenticationFailed as exc:
             authenticated, failure = None, str(exc.detail)
         else:
@@ -342,12 +343,12 @@ class McpView(View):
             return _error(rpc_id, error)
         except DatabaseError:
             logger.exception("database unavailable during an MCP request")
-            error = McpError(
+            unavailable = McpError(
                 types.INTERNAL_ERROR,
                 "ToolHub cannot reach its database, so nothing was run; try again in a few seconds.",
                 status=503,
             )
-            return _error(rpc_id, error, headers={"Retry-After": "5"})
+            return _error(rpc_id, unavailable, headers={"Retry-After": "5"})
         except Exception:
             internal = InternalError()
             logger.exception("internal error %s in an MCP request", internal.error_id)

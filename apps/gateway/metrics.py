@@ -12,7 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from prometheus_client import Counter, Histogram
 
@@ -41,23 +41,24 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _tool_labels: set[str] = set()
 _tool_labels_lock = threading.Lock()
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def timed(stage: str) -> Callable[[F], F]:
+def timed(stage: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator: observe the wrapped function's duration, raised or not, under `stage`."""
     histogram = STAGE_SECONDS.labels(stage=stage)
 
-    def decorate(func: F) -> F:
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             started = time.perf_counter()
             try:
                 return func(*args, **kwargs)
             finally:
                 histogram.observe(time.perf_counter() - started)
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     return decorate
 

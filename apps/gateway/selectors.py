@@ -50,14 +50,14 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
     }
     tools = Tool.objects.filter(Q(tenant__isnull=True) | Q(tenant_id=tenant_id)).select_related("replaced_by")
     versions_by_tool: dict[int, list[ToolVersion]] = {}
-    for version in (
+    for listed in (
         ToolVersion.objects.filter(
             tool__in=tools, status__in=[VersionStatus.PUBLISHED, VersionStatus.DEPRECATED]
         )
         .select_related("tool")
         .order_by("tool_id", "-number")
     ):
-        versions_by_tool.setdefault(version.tool_id, []).append(version)
+        versions_by_tool.setdefault(listed.tool_id, []).append(listed)
 
     callable_: dict[str, VersionSpec] = {}
     refused: dict[str, ForbiddenError | UnavailableError] = {}
@@ -102,7 +102,7 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
 
 
 def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
-    replacement = tool.replaced_by.name if tool.replaced_by_id else None
+    replacement = tool.replaced_by.name if tool.replaced_by is not None else None
     state = f"version {version.number} is {version.status}" if version else "no version is published"
     hint = (
         f"Use {replacement} instead."

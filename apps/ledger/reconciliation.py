@@ -50,6 +50,8 @@ def ledger_sweep(*, now: datetime | None = None) -> SweepReport:
         .order_by("claimed_at")[:_BATCH]
     )
     for entry in stale:
+        if entry.claimed_at is None:
+            raise ValueError(f"Ledger entry {entry.pk} was selected by its claimed_at but has none.")
         if entry.claimed_at + timedelta(
             seconds=entry.version.timeout_s
         ) + grace < now and ledger_mark_unknown(

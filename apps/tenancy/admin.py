@@ -6,7 +6,7 @@ the gateway at once (the catalog generation).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
@@ -36,6 +36,9 @@ from .services import (
     tenant_policy_save,
     tenant_save,
 )
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 ONCE = "Copy it now: it is shown only this once and cannot be recovered."
 
@@ -73,6 +76,10 @@ class AgentKeyInline(ReadOnlyInline):
         return super().get_queryset(request).select_related("agent__tenant")
 
 
+class _KeyCount(TypedDict):
+    active_key_count: int
+
+
 @admin.register(Agent)
 class AgentAdmin(ObjectButtonsMixin, TenantScopedAdmin):
     list_display = ("name", "tenant", "active", "active_keys", "created_at")
@@ -91,7 +98,7 @@ class AgentAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         )
 
     @admin.display(description="active keys", ordering="active_key_count")
-    def active_keys(self, obj: Agent) -> int:
+    def active_keys(self, obj: WithAnnotations[Agent, _KeyCount]) -> int:
         return obj.active_key_count
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -201,7 +208,7 @@ class GrantAdmin(TenantScopedAdmin):
 
     @admin.display(description="agent", ordering="agent__name")
     def agent_or_all(self, obj: Grant) -> str:
-        return obj.agent.name if obj.agent_id else "all agents"
+        return obj.agent.name if obj.agent is not None else "all agents"
 
     def save_model(self, request: HttpRequest, obj: Grant, form: Any, change: bool) -> None:
         grant_save(grant=obj, actor=admin_actor(request))
@@ -227,7 +234,7 @@ class TenantPolicyAdmin(TenantScopedAdmin):
 
     @admin.display(description="tool", ordering="tool__name")
     def tool_or_all(self, obj: TenantPolicy) -> str:
-        return obj.tool.name if obj.tool_id else "all tools"
+        return obj.tool.name if obj.tool is not None else "all tools"
 
     def save_model(self, request: HttpRequest, obj: TenantPolicy, form: Any, change: bool) -> None:
         tenant_policy_save(policy=obj, actor=admin_actor(request))

@@ -7,15 +7,14 @@ the shared catalog, read-only); any other staff user sees no tenant-owned row at
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from apps.common.admin import AdminScope
 
 from .selectors import staff_tenant_id
 
 
-def admin_scope_of(*, user: AbstractBaseUser | AnonymousUser) -> AdminScope:
+def admin_scope_of(*, user: User | AnonymousUser) -> AdminScope:
     """The scope of one admin user. Reads their StaffScope (unless a superuser)."""
     if user.is_active and user.is_superuser:
         return AdminScope(unrestricted=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TypedDict
 
 from django.core.cache import cache
 from django.utils import timezone
@@ -47,7 +48,25 @@ class AgentPrincipal:
         return f"{self.tenant_slug}/{self.agent_name}"
 
 
-def _load_key(prefix: str) -> tuple[dict | None, int | None]:
+def principal_of(request: Request) -> AgentPrincipal:
+    """The agent behind a request of the agent API (AgentKeyAuthentication and IsAuthenticated
+    let no other caller through)."""
+    principal = request.user
+    if not isinstance(principal, AgentPrincipal):
+        raise TypeError(f"{request.path}: expected an agent authenticated by its key, got {principal!r}")
+    return principal
+
+
+class _KeyRow(TypedDict):
+    pk: int
+    digest: str
+    agent_id: int
+    agent__name: str
+    tenant_id: int
+    tenant__slug: str
+
+
+def _load_key(prefix: str) -> tuple[_KeyRow | None, int | None]:
     """The key's row (cached), and the catalog generation, read in the same round trip."""
     key = agent_key_cache_key(prefix)
     found = cache.get_many([key, CATALOG_GENERATION_KEY])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
@@ -46,6 +48,9 @@ class AgentKeyQuerySet(TenantOwnedQuerySet):
         return self.filter(revoked_at__isnull=True)
 
 
+AgentKeyManager = models.Manager.from_queryset(AgentKeyQuerySet)
+
+
 class AgentKey(TenantOwnedModel):
     """An API key of one agent. Only the prefix (to find it) and a SHA-256 digest are kept."""
 
@@ -57,7 +62,7 @@ class AgentKey(TenantOwnedModel):
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
 
-    objects = AgentKeyQuerySet.as_manager()
+    objects: ClassVar[AgentKeyManager] = AgentKeyManager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -99,20 +104,20 @@ class Grant(TenantOwnedModel):
         ]
 
     def __str__(self) -> str:
-        who = self.agent.name if self.agent_id else "all agents"
+        who = self.agent.name if self.agent is not None else "all agents"
         return f"{self.tenant.slug}: {who} → {self.tool.name}"
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
-        if self.tenant_id and self.agent_id and self.agent.tenant_id != self.tenant_id:
+        if self.tenant_id and self.agent is not None and self.agent.tenant_id != self.tenant_id:
             errors["agent"] = f"Agent {self.agent} belongs to another tenant; pick one of this tenant's."
         if self.tenant_id and self.tool_id and self.tool.tenant_id not in (None, self.tenant_id):
             errors["tool"] = (
                 f"Tool {self.tool.name} belongs to another tenant; only shared tools and this "
                 "tenant's own can be granted."
             )
-        if self.pinned_version_id and self.tool_id:
-            pinned = self.pinned_version
+        pinned = self.pinned_version if self.tool_id else None
+        if pinned is not None:
             if pinned.tool_id != self.tool_id:
                 errors["pinned_version"] = (
                     f"{pinned} is a version of {pinned.tool.name}, not of {self.tool.name}."
@@ -166,11 +171,11 @@ class TenantPolicy(TenantOwnedModel):
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug}: {self.tool.name if self.tool_id else 'all tools'}"
+        return f"{self.tenant.slug}: {self.tool.name if self.tool is not None else 'all tools'}"
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
-        if self.tenant_id and self.tool_id and self.tool.tenant_id not in (None, self.tenant_id):
+        if self.tenant_id and self.tool is not None and self.tool.tenant_id not in (None, self.tenant_id):
             errors["tool"] = f"Tool {self.tool.name} belongs to another tenant."
         overrides = self.rule_overrides
         if not isinstance(overrides, dict):

@@ -24,7 +24,14 @@ from django.contrib.auth.models import Group, User
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
-from apps.common.admin import UnscopedOnlyAdminMixin, admin_actor, admin_scope, restrict_to_scope
+from apps.common.admin import (
+    UnscopedOnlyAdminMixin,
+    admin_actor,
+    admin_scope,
+    admin_user,
+    model_choice_field,
+    restrict_to_scope,
+)
 
 from .models import StaffScope
 from .selectors import permissions_held
@@ -48,7 +55,9 @@ class TenantStaffChangeForm(UserChangeForm):
 
     def _chosen_and_kept(self, name: str) -> QuerySet:
         chosen = self.cleaned_data[name]
-        offered = self.fields[name].queryset
+        offered = model_choice_field(self, name).queryset
+        if offered is None:
+            raise ValueError(f"The form offers no {name} to choose from.")
         kept = getattr(self.instance, name).exclude(pk__in=offered.values("pk"))
         return offered.model.objects.filter(Q(pk__in=chosen.values("pk")) | Q(pk__in=kept.values("pk")))
 
@@ -87,7 +96,7 @@ class PeopleAdmin(UserAdmin):
         """Tenant staff change only people who hold no permission they lack themselves."""
         if person is None or not admin_scope(request).is_tenant:
             return True
-        own = permissions_held(user=request.user).values("pk")
+        own = permissions_held(user=admin_user(request)).values("pk")
         return not permissions_held(user=person).exclude(pk__in=own).exists()
 
     def has_module_permission(self, request: HttpRequest) -> bool:
@@ -121,24 +130,25 @@ class PeopleAdmin(UserAdmin):
             return ("is_staff", "is_active")  # other tenants' group names stay out of the filter
         return super().get_list_filter(request)
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         if obj is not None and admin_scope(request).is_tenant:
             kwargs["form"] = TenantStaffChangeForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change=change, **kwargs)
 
     def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if admin_scope(request).is_tenant:
             if db_field.name == "groups":
-                kwargs["queryset"] = request.user.groups.all()
+                kwargs["queryset"] = admin_user(request).groups.all()
             elif db_field.name == "user_permissions":
-                kwargs["queryset"] = permissions_held(user=request.user)
+                kwargs["queryset"] = permissions_held(user=admin_user(request))
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: User, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         scope = admin_scope(request)
-        if not change and scope.is_tenant:
-            staff_user_scope(user=obj, tenant_id=scope.tenant_id, actor=admin_actor(request))
+        tenant_id = scope.tenant_id if scope.is_tenant else None
+        if not change and tenant_id is not None:
+            staff_user_scope(user=obj, tenant_id=tenant_id, actor=admin_actor(request))
 
 
 @admin.register(Group)

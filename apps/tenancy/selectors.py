@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser, Permission
+from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db.models import Q, QuerySet
 
 from .keys import split_key
@@ -26,12 +25,15 @@ def agent_key_by_prefix(*, prefix: str) -> AgentKey | None:
     return AgentKey.objects.select_related("agent__tenant").filter(prefix=lookup).first()
 
 
-def staff_tenant_id(*, user: AbstractBaseUser | AnonymousUser) -> int | None:
+def staff_tenant_id(*, user: User | AnonymousUser) -> int | None:
     """The tenant a staff user is scoped to, or None when the user has no StaffScope."""
-    return StaffScope.objects.filter(user_id=user.pk).values_list("tenant_id", flat=True).first()
+    # An anonymous user asks too (for a scope of no user, which none has): every admin page,
+    # the login form included, then needs the database and answers 503 without it.
+    scoped = StaffScope.objects.filter(user=user if user.is_authenticated else None)
+    return scoped.values_list("tenant_id", flat=True).first()
 
 
-def permissions_held(*, user: AbstractBaseUser) -> QuerySet[Permission]:
+def permissions_held(*, user: User) -> QuerySet[Permission]:
     """Every permission a user holds, directly or through a group (whether active or not)."""
     return Permission.objects.filter(Q(user=user) | Q(group__user=user)).distinct()
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
@@ -124,7 +124,7 @@ def tenant_save(*, tenant: Tenant, actor: str) -> Tenant:
 
 def _policy_data(policy: TenantPolicy) -> dict[str, Any]:
     return {
-        "tool": policy.tool.name if policy.tool_id else None,
+        "tool": policy.tool.name if policy.tool is not None else None,
         "rate_limit_per_minute": policy.rate_limit_per_minute,
         "task_call_budget": policy.task_call_budget,
         "daily_quota_per_subject": policy.daily_quota_per_subject,
@@ -159,9 +159,9 @@ def tenant_policy_delete(*, policy: TenantPolicy, actor: str) -> None:
 
 def _grant_data(grant: Grant) -> dict[str, Any]:
     return {
-        "agent": grant.agent.name if grant.agent_id else None,
+        "agent": grant.agent.name if grant.agent is not None else None,
         "tool": grant.tool.name,
-        "pinned_version": grant.pinned_version.number if grant.pinned_version_id else None,
+        "pinned_version": grant.pinned_version.number if grant.pinned_version is not None else None,
     }
 
 
@@ -207,7 +207,7 @@ def session_mint(
     return sign_session(claims), expires_at
 
 
-def staff_user_scope(*, user: AbstractBaseUser, tenant_id: int, actor: str) -> StaffScope:
+def staff_user_scope(*, user: User, tenant_id: int, actor: str) -> StaffScope:
     """Confine a person just added by a tenant's staff to that tenant.
 
     Writes the staff scope and an audit event in the caller's transaction (the admin's save

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from apps.gateway.contracts import ToolCall
 from apps.gateway.services import InvokeOptions, invoke_calls
+from apps.tenancy.authentication import principal_of
 from apps.tenancy.sessions import SESSION_HEADER
 
 from .serializers import MAX_CALLS_PER_BATCH, ArgumentsField, EnvelopeSerializer, TaskScopeSerializer
@@ -55,7 +56,7 @@ class _TurnInput(TaskScopeSerializer):
 
 def _run_turn(request: Request, data: dict[str, Any], calls: list[ToolCall]) -> list[dict[str, Any]]:
     return invoke_calls(
-        principal=request.user,
+        principal=principal_of(request),
         session_token=request.META.get(SESSION_HEADER),
         options=InvokeOptions(
             task_id=data["task_id"], toolset=data["toolset"] or None, phase=data["phase"] or None
@@ -81,7 +82,8 @@ class OpenAIToolCallSerializer(serializers.Serializer):
 
 class OpenAIMessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["assistant"])
-    tool_calls = OpenAIToolCallSerializer(
+    # many=True hands max_length to the ListSerializer; the stubs' __init__ leaves it out.
+    tool_calls = OpenAIToolCallSerializer(  # type: ignore[call-arg]
         many=True,
         allow_empty=False,
         max_length=MAX_CALLS_PER_BATCH,

@@ -63,7 +63,8 @@ class InvokeInputSerializer(_CommonInput):
 
 
 class BatchInputSerializer(_CommonInput):
-    calls = CallSerializer(many=True, allow_empty=False, max_length=MAX_CALLS_PER_BATCH)
+    # many=True hands max_length to the ListSerializer; the stubs' __init__ leaves it out.
+    calls = CallSerializer(many=True, allow_empty=False, max_length=MAX_CALLS_PER_BATCH)  # type: ignore[call-arg]
     budget_chars = serializers.IntegerField(
         required=False,
         default=None,
@@ -106,7 +107,11 @@ class EnvelopeSerializer(serializers.Serializer):
     call_id = serializers.CharField(allow_null=True)
     tool = serializers.CharField(required=False)
     version = serializers.IntegerField(required=False, help_text="ok, empty: the tool version number.")
-    data = serializers.JSONField(required=False, help_text="ok: the (possibly truncated) result.")
+    # The metaclass takes declared fields out of the class, so `.data` stays the property;
+    # the stubs cannot know.
+    data = serializers.JSONField(  # type: ignore[assignment]
+        required=False, help_text="ok: the (possibly truncated) result."
+    )
     cached = serializers.BooleanField(
         required=False, help_text="ok, error: replayed from a settled ledger entry."
     )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,6 +16,7 @@ from rest_framework.views import APIView
 
 from apps.catalog.exports import CHARS_PER_TOKEN, FORMATS
 from apps.gateway.tool_exports import agent_tool_export
+from apps.tenancy.authentication import principal_of
 
 from .serializers import EnvelopeSerializer
 from .views import ALWAYS_ERRORS
@@ -25,13 +29,14 @@ class _JsonOnly(BaseContentNegotiation):
     """Always JSON. DRF would read the `format` query parameter (the contract's export format)
     as the name of a renderer and answer 404."""
 
-    def select_parser(self, request: Request, parsers: list) -> None:
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> None:
         return None
 
     def select_renderer(
-        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
     ) -> tuple[BaseRenderer, str]:
-        return renderers[0], renderers[0].media_type
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
 
 class ToolListApi(APIView):
@@ -85,9 +90,10 @@ class ToolListApi(APIView):
         serializer = self.InputSerializer(data=request.query_params)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        principal = principal_of(request)
         export = agent_tool_export(
-            tenant_id=request.user.tenant_id,
-            agent_id=request.user.agent_id,
+            tenant_id=principal.tenant_id,
+            agent_id=principal.agent_id,
             fmt=data["format"],
             toolset=data["toolset"] or None,
             phase=data["phase"] or None,

@@ -15,6 +15,7 @@ from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import execution_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls, invoke_one
 from apps.ledger.selectors import ledger_entry_get
+from apps.tenancy.authentication import principal_of
 from apps.tenancy.sessions import SESSION_HEADER
 
 from .serializers import (
@@ -84,7 +85,7 @@ class InvokeApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         envelope = invoke_one(
-            principal=request.user,
+            principal=principal_of(request),
             session_token=request.META.get(SESSION_HEADER),
             options=_options(data),
             call=_call(data["call"]),
@@ -107,7 +108,7 @@ class InvokeBatchApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         results = invoke_calls(
-            principal=request.user,
+            principal=principal_of(request),
             session_token=request.META.get(SESSION_HEADER),
             options=_options(data),
             calls=[_call(c) for c in data["calls"]],
@@ -127,7 +128,7 @@ class ExecutionDetailApi(APIView):
         },
     )
     def get(self, request: Request, execution_id: UUID) -> Response:
-        entry = ledger_entry_get(tenant_id=request.user.tenant_id, pk=execution_id)
+        entry = ledger_entry_get(tenant_id=principal_of(request).tenant_id, pk=execution_id)
         if entry is None:
             raise NotFound("No execution with this id exists for this agent's tenant.")
         return Response(execution_envelope(entry=entry))

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apps.catalog.normalizers import normalize_value
 from apps.common.errors import ErrorDetail, ForbiddenError
 from apps.gateway.contracts import VersionSpec
 from apps.tenancy.sessions import SessionClaims
 
-from .normalize import normalize_value
 from .text import clip, pointer
 
 _ATTRIBUTE_PREFIX = "session.attributes."

@@ -185,7 +185,8 @@ class _Explainer:
         schema = error.schema if isinstance(error.schema, Mapping) else {}
         keyword = str(error.validator)
         value = error.validator_value
-        instance = error.instance
+        # Errors from iter_errors always carry the instance checked (never jsonschema's unset).
+        instance: Any = error.instance
         if keyword == "required":
             self._missing(path, schema, instance, value)
         elif keyword in ("additionalProperties", "unevaluatedProperties"):

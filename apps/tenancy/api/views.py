@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from apps.common.api_schema import ErrorEnvelopeSerializer
 from apps.common.jsontext import MAX_EXACT_INTEGER, first_hazard
+from apps.tenancy.authentication import principal_of
 from apps.tenancy.services import session_mint
 
 DEFAULT_TTL_S = 900
@@ -124,9 +125,10 @@ class SessionCreateApi(APIView):
     def post(self, request: Request) -> Response:
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        principal = principal_of(request)
         token, expires_at = session_mint(
-            tenant_id=request.user.tenant_id,
-            agent_id=request.user.agent_id,
+            tenant_id=principal.tenant_id,
+            agent_id=principal.agent_id,
             **serializer.validated_data,
         )
         output = self.OutputSerializer({"token": token, "expires_at": expires_at})

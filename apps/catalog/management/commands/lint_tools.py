@@ -28,7 +28,7 @@ class Command(BaseCommand):
         tenant_id = None
         if options["tenant"]:
             # Tenants are tenancy's, reached through the tool's relation: catalog imports no tenancy.
-            tenants = Tool._meta.get_field("tenant").related_model.objects
+            tenants = Tool._meta.get_field("tenant").related_model._default_manager
             tenant_id = tenants.filter(slug=options["tenant"]).values_list("pk", flat=True).first()
             if tenant_id is None:
                 raise CommandError(f"No tenant with slug {options['tenant']!r}.")

@@ -33,15 +33,16 @@ class Command(BaseCommand):
                 f"No tenant with slug '{options['tenant']}'. Create it in the admin first "
                 "(Tenancy → Tenants); slugs are lowercase."
             )
-        if options["create_agent"]:
-            agent = agent_get_or_create(tenant=tenant, name=options["agent"], actor=ACTOR)
-        else:
-            agent = agent_by_name(tenant=tenant, name=options["agent"])
-            if agent is None:
-                raise CommandError(
-                    f"Tenant '{tenant.slug}' has no agent '{options['agent']}'. "
-                    "Check the name, or pass --create-agent to create it."
-                )
+        agent = (
+            agent_get_or_create(tenant=tenant, name=options["agent"], actor=ACTOR)
+            if options["create_agent"]
+            else agent_by_name(tenant=tenant, name=options["agent"])
+        )
+        if agent is None:
+            raise CommandError(
+                f"Tenant '{tenant.slug}' has no agent '{options['agent']}'. "
+                "Check the name, or pass --create-agent to create it."
+            )
         issued = agent_key_issue(agent=agent, label=options["label"], actor=ACTOR)
         self.stderr.write(f"Issued key {issued.key.prefix} for {tenant.slug}/{agent.name}.")
         if not (tenant.active and agent.active):

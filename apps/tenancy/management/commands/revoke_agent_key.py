@@ -29,4 +29,6 @@ class Command(BaseCommand):
                               f"{key.revoked_at.isoformat()}; nothing changed.")
             return
         key = agent_key_revoke(key=key, actor="cli:revoke_agent_key", note=options["note"])
+        if key.revoked_at is None:
+            raise CommandError(f"Key {key.prefix} is still active after revoking it.")
         self.stdout.write(f"Revoked key {key.prefix} of {key.agent} at {key.revoked_at.isoformat()}.")
