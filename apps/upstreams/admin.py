@@ -8,7 +8,7 @@ four characters. Every write goes through apps/upstreams/services.py.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
@@ -22,9 +22,12 @@ from apps.common.egress import egress_policy
 from .models import Credential, SubjectCredential, Upstream, value_problem
 from .services import credential_delete, credential_set, upstream_delete, upstream_save
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldGroups
+
 
 def _owner(obj: Upstream | Credential) -> str:
-    return obj.tenant.slug if obj.tenant_id else "platform"
+    return obj.tenant.slug if obj.tenant is not None else "platform"
 
 
 @admin.register(Upstream)
@@ -83,7 +86,7 @@ class CredentialForm(forms.ModelForm):
         fields = ("name", "tenant", "kind", "field", "per_subject")
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         value = cleaned.get("value", "")
         per_subject = cleaned.get("per_subject", self.instance.per_subject)
         if per_subject and value:
@@ -113,7 +116,7 @@ class CredentialAdmin(TenantScopedAdmin):
     readonly_fields = ("stored", "changed_by", "changed_at")
     inlines = (SubjectCredentialInline,)
 
-    def get_fields(self, request: HttpRequest, obj: Credential | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Credential | None = None) -> _FieldGroups:
         return ["name", "tenant", "kind", "field", "per_subject", "value", *self.readonly_fields]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Credential | None = None) -> tuple[str, ...]:

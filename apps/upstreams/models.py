@@ -28,7 +28,7 @@ _VALUE_CHARACTERS = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
 LAST4_MIN_LENGTH = 12
 
 
-def _owner_constraints(prefix: str) -> list[models.UniqueConstraint]:
+def _owner_constraints(prefix: str) -> list[models.BaseConstraint]:
     return [
         models.UniqueConstraint(
             fields=["tenant", "name"], condition=Q(tenant__isnull=False),
@@ -42,10 +42,15 @@ def _owner_constraints(prefix: str) -> list[models.UniqueConstraint]:
     ]
 
 
+def owned_by(tenant_id: int | None) -> Q:
+    """The rows of one owner: a tenant's, or the platform's (no tenant)."""
+    return Q(tenant__isnull=True) if tenant_id is None else Q(tenant_id=tenant_id)
+
+
 def _platform_clash(instance: Upstream | Credential) -> str | None:
     """Why the name would shadow (or be shadowed by) one of the other owner kind, or None:
     a tenant resolves names among its own and the platform's, which must not overlap."""
-    kind = type(instance)._meta.verbose_name
+    kind = str(type(instance)._meta.verbose_name)
     article = "an" if kind[0] in "aeiou" else "a"
     others = type(instance).objects.filter(name=instance.name).exclude(pk=instance.pk)
     if instance.tenant_id is not None and others.filter(tenant__isnull=True).exists():

@@ -13,7 +13,7 @@ from django.utils import timezone
 from apps.audit.services import audit_record, audited_save
 
 from .crypto import encrypt, reencrypt
-from .models import Credential, SubjectCredential, Upstream, last4, value_problem
+from .models import Credential, SubjectCredential, Upstream, last4, owned_by, value_problem
 
 
 def _lock_name(kind: str, name: str) -> None:
@@ -41,7 +41,7 @@ def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
             action="upstream.create" if creating else "upstream.update",
             data={
                 "name": upstream.name, "kind": upstream.kind, "base_url": upstream.base_url,
-                "credential": upstream.credential.name if upstream.credential_id else None,
+                "credential": upstream.credential.name if upstream.credential is not None else None,
             },
         )
     return upstream
@@ -74,7 +74,7 @@ def credential_set(
     tenant_id = getattr(tenant, "pk", None)
     with transaction.atomic():
         _lock_name("credential", name)
-        credential = Credential.objects.select_for_update().filter(tenant_id=tenant_id, name=name).first()
+        credential = Credential.objects.select_for_update().filter(owned_by(tenant_id), name=name).first()
         creating = credential is None
         if credential is None:
             credential = Credential(tenant_id=tenant_id, name=name)
@@ -159,7 +159,7 @@ def credentials_rotate(*, actor: str) -> int:
     with transaction.atomic():
         for credential in Credential.objects.select_for_update().order_by("pk"):
             subjects = SubjectCredential.objects.select_for_update().filter(credential=credential)
-            values = [credential, *subjects]
+            values: list[Credential | SubjectCredential] = [credential, *subjects]
             for row in values:
                 if row.ciphertext:
                     row.ciphertext = reencrypt(row.ciphertext)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from .adapters import AnthropicAdapterApi, OpenAIAdapterApi
+from .credentials import CredentialSubjectApi
 from .tools import ToolListApi
 from .views import ExecutionDetailApi, InvokeApi, InvokeBatchApi
 
@@ -11,4 +12,8 @@ urlpatterns = [
     path("tools", ToolListApi.as_view(), name="tool-list"),
     path("adapters/openai", OpenAIAdapterApi.as_view(), name="adapter-openai"),
     path("adapters/anthropic", AnthropicAdapterApi.as_view(), name="adapter-anthropic"),
+    path(
+        "credentials/<str:name>/subjects/<str:subject>", CredentialSubjectApi.as_view(),
+        name="credential-subject",
+    ),
 ]

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.common.egress import egress_policy
-from apps.upstreams.models import Upstream, UpstreamKind
+from apps.upstreams.models import Upstream, UpstreamKind, owned_by
 from apps.upstreams.selectors import credential_get
 from apps.upstreams.services import upstream_save
 
@@ -34,7 +34,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = owner_from(options)
         tenant_id = tenant.pk if tenant is not None else None
-        upstream = Upstream.objects.filter(tenant_id=tenant_id, name=options["name"]).first()
+        upstream = Upstream.objects.filter(owned_by(tenant_id), name=options["name"]).first()
         creating = upstream is None
         if upstream is None:
             upstream = Upstream(tenant_id=tenant_id, name=options["name"])
@@ -53,7 +53,7 @@ class Command(BaseCommand):
             upstream_save(upstream=upstream, actor=ACTOR)
         except ValidationError as error:
             raise refused(error) from None
-        owner = tenant.slug if tenant is not None else "the platform"
+        owner = options["tenant"] if tenant is not None else "the platform"
         self.stdout.write(f"{'Created' if creating else 'Updated'} upstream {upstream.name} of {owner}.")
         if refusal := egress_policy().url_refusal(upstream.base_url):
             self.stderr.write(self.style.WARNING(

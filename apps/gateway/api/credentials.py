@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.common.api_schema import ErrorEnvelopeSerializer
+from apps.tenancy.authentication import principal_of
 from apps.upstreams.models import Credential, value_problem
 from apps.upstreams.selectors import credential_get
 from apps.upstreams.services import credential_delete_for_subject, credential_set_for_subject
@@ -40,7 +41,7 @@ class _TextField(serializers.CharField):
 
 
 def _actor(request: Request) -> str:
-    return f"agent:{request.user.agent_id}"
+    return f"agent:{principal_of(request).agent_id}"
 
 
 class CredentialSubjectApi(APIView):
@@ -62,7 +63,7 @@ class CredentialSubjectApi(APIView):
             return attrs
 
     def _credential(self, request: Request, name: str) -> Credential:
-        credential = credential_get(tenant_id=request.user.tenant_id, name=name)
+        credential = credential_get(tenant_id=principal_of(request).tenant_id, name=name)
         if credential is None:
             raise NotFound("This agent's tenant has no credential of that name.")
         return credential
