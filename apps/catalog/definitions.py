@@ -97,16 +97,30 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["callable"],
         "additionalProperties": False,
     },
+    # The request mapping of docs/contract.md §5: where the call goes (exactly one of url,
+    # url_setting, upstream) and how the arguments become a request.
     "http": {
         "type": "object",
         "properties": {
             "url": {"type": "string", "pattern": "^https?://"},
             "url_setting": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+            "upstream": {"type": "string", "pattern": "^[-A-Za-z0-9_]+$"},
+            "method": {"enum": ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]},
             "path": {"type": "string"},
+            "query": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {
+                "anyOf": [
+                    {"const": "rest"}, {"type": "null"},
+                    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                ],
+            },
+            "response_pointer": {"type": "string", "pattern": "^(/.*)?$"},
+            "idempotency_header": {"type": "string", "pattern": "^[A-Za-z0-9-]+$"},
             "status_path": {"type": "string"},
             "secret_ref": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
         },
-        "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}],
+        "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}, {"required": ["upstream"]}],
         "additionalProperties": False,
     },
 }

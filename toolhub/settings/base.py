@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "apps.audit",
     "apps.capabilities",
     "apps.gateway",
+    "apps.imports",
     "apps.demo_shop",
 ]
 
