@@ -144,7 +144,8 @@ def _unordered(value: Any, key: str = "") -> Any:
         return {k: _unordered(v, k) for k, v in value.items()}
     if isinstance(value, list):
         items = [_unordered(v) for v in value]
-        return sorted(items) if key in ("required", "body") and all(isinstance(i, str) for i in items) else items
+        names = key in ("required", "body") and all(isinstance(i, str) for i in items)
+        return sorted(items) if names else items
     return value
 
 
