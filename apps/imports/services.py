@@ -26,18 +26,14 @@ from apps.catalog.services import tool_save, version_create_draft, version_publi
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
 
+from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
 from .errors import ImportRefused
 from .openapi import (
-    IMPORTED_FIELDS,
-    MAPPING_KEYS,
-    MAX_NAME,
     Document,
-    Draft,
     OpenAPIError,
     Operation,
     Unsupported,
     document_operations,
-    draft_of,
     first_server_url,
     parse_document,
 )
