@@ -55,9 +55,10 @@ VERSION_FIELDSETS: _FieldsetSpec = (
     ("Execution", {"fields": ("side_effect", "executor", "executor_config", "mode", "timeout_s",
                               "max_chars", "approval")}),
     ("Checks before execution", {"fields": ("normalizers", "context_bindings", "rules", "loop_limit")}),
+    ("Imported from", {"fields": ("source_json",), "classes": ("collapse",)}),
 )
-# Set by the services, never typed in.
-VERSION_MANAGED_FIELDS = ("number", "status", "published_at")
+# Set by the services (or an importer), never typed in.
+VERSION_MANAGED_FIELDS = ("number", "status", "published_at", "source_json")
 
 
 class ToolVersionInline(ReadOnlyInline):
@@ -158,6 +159,7 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
     context_bindings_json = json_display("context_bindings", "context bindings")
     rules_json = json_display("rules")
     approval_json = json_display("approval")
+    source_json = json_display("source", "source (what an importer made it from)")
 
     def _editable(self, request: HttpRequest, obj: ToolVersion | None) -> bool:
         return obj is None or self.has_change_permission(request, obj)

@@ -112,6 +112,8 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["callable"],
         "additionalProperties": False,
     },
+    # The request mapping of docs/contract.md §5: where the call goes (exactly one of url,
+    # url_setting, upstream) and how the arguments become a request.
     "http": {
         "type": "object",
         "properties": {

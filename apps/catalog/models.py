@@ -142,7 +142,7 @@ class ToolVersion(TimeStampedModel):
     CONTENT_FIELDS = (
         "tool_id", "number", "description", "parameters", "strict", "side_effect",
         "executor", "executor_config", "timeout_s", "max_chars", "mode", "normalizers",
-        "context_bindings", "rules", "empty_meaning", "loop_limit", "approval",
+        "context_bindings", "rules", "empty_meaning", "loop_limit", "approval", "source",
     )
 
     tool = models.ForeignKey(Tool, on_delete=models.PROTECT, related_name="versions")
@@ -182,6 +182,11 @@ class ToolVersion(TimeStampedModel):
     loop_limit = models.PositiveIntegerField(
         default=3, validators=[MinValueValidator(1)],
         help_text="Identical calls allowed in one task before loop_detected.",
+    )
+    source = models.JSONField(
+        default=dict, blank=True,
+        help_text="What an importer made this version from (e.g. an OpenAPI operation and its "
+        "digest); reviewed and frozen with the rest. Empty for versions written by hand.",
     )
     changelog = models.TextField(blank=True)
     published_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -1,4 +1,5 @@
-"""ToolHub's admin site: the stock one plus the operators' dashboard and the try-it console."""
+"""ToolHub's admin site: the stock one plus the operators' dashboard, the try-it console and the
+OpenAPI import page (apps/imports)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ class ToolHubAdminSite(admin.AdminSite):
     enable_nav_sidebar = False
 
     def get_urls(self) -> list[URLPattern | URLResolver]:
+        from apps.imports.admin_views import openapi_import_view
+
         from .try_it import version_try_view
         from .views import dashboard_view
 
@@ -22,4 +25,6 @@ class ToolHubAdminSite(admin.AdminSite):
         # Before the version admin's own URLs, whose catch-all would take it.
         try_it = path("catalog/toolversion/<path:object_id>/try/", self.admin_view(version_try_view),
                       name="catalog_toolversion_try")
-        return [dashboard, try_it, *super().get_urls()]
+        openapi_import = path("imports/openapi/", self.admin_view(openapi_import_view),
+                              name="imports_openapi")
+        return [dashboard, try_it, openapi_import, *super().get_urls()]

@@ -1,4 +1,4 @@
-"""Reads of the demo shop: a user's orders, refunds by idempotency key, the test knobs."""
+"""Reads of the demo shop: a user's orders, refunds by idempotency key or order, the test knobs."""
 
 from __future__ import annotations
 
@@ -41,6 +41,15 @@ def order_get_for_user(*, user_id: str, order_id: str) -> DemoOrder:
     if order is None:
         raise _order_not_found(order_id)
     return order
+
+
+def order_exists(*, order_id: str) -> bool:
+    return DemoOrder.objects.filter(order_id=order_id).exists()
+
+
+def refunds_of_order(*, order_id: str, limit: int) -> list[DemoRefund]:
+    """The order's refunds, oldest first, at most `limit`."""
+    return list(DemoRefund.objects.filter(order_id=order_id).order_by("created_at", "pk")[:limit])
 
 
 def refund_get_by_key(*, idempotency_key: str) -> DemoRefund | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import random
 import secrets
 from dataclasses import dataclass
@@ -23,11 +24,16 @@ from apps.catalog.models import Tool, Toolset, ToolsetPhase
 from apps.catalog.services import tool_save, version_create_draft, version_publish
 from apps.common.catalog_generation import catalog_changed
 from apps.common.errors import BusinessRuleError
+from apps.imports.services import openapi_import
 from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
 from apps.tenancy.services import agent_get_or_create, agent_key_cache_key, grant_save
+from apps.upstreams.models import CredentialKind, Upstream, UpstreamKind
+from apps.upstreams.selectors import credential_get, upstream_get
+from apps.upstreams.services import credential_set, upstream_save
 
 from .models import DemoOrder, DemoRefund, OrderStatus, PaymentsFault, PaymentsFaultKind
+from .openapi import LIST_ORDER_REFUNDS, payments_openapi
 from .selectors import (
     STATUS_ENDPOINT_DOWN_CACHE_KEY,
     order_get_for_user,
@@ -226,6 +232,10 @@ ORDERS_FROM = date(2026, 1, 1)
 ORDERS_TO = date(2026, 6, 30)
 _STATUS_WEIGHTS = {OrderStatus.PAID: 6, OrderStatus.PENDING: 2, OrderStatus.CANCELLED: 2}
 SEED_ACTOR = "seed_demo"
+# The demo payments provider as an upstream: the platform's, with the platform's key as its
+# credential, so a tenant's curators can call it but never attach the key to another host.
+DEMO_UPSTREAM = "demo-payments"
+DEMO_UPSTREAM_CREDENTIAL = "demo-payments-key"
 
 
 @dataclass(frozen=True)
@@ -236,6 +246,7 @@ class SeedResult:
     agent_key_active: bool  # False when an operator revoked the demo key since
     orders: int
     tools: tuple[str, ...]
+    imported: tuple[str, ...]  # drafts made by the OpenAPI importer from the provider's document
 
 
 def _derived(purpose: str) -> bytes:
@@ -352,14 +363,42 @@ def _seed_toolset(tenant: Tenant, tools: dict[str, Tool]) -> None:
         phase.tools.add(*(tools[name] for name in tool_names))
 
 
+def _seed_payments_upstream() -> None:
+    """The platform's upstream DEMO_UPSTREAM at TOOLHUB_DEMO_PAYMENTS_URL (moved when the
+    server's port moved), with the payments key as its credential; both made once."""
+    credential = credential_get(tenant_id=None, name=DEMO_UPSTREAM_CREDENTIAL) or credential_set(
+        tenant=None, name=DEMO_UPSTREAM_CREDENTIAL, kind=CredentialKind.BEARER, field="",
+        value=settings.TOOLHUB_SECRETS["DEMO_PAYMENTS_API_KEY"], per_subject=False, actor=SEED_ACTOR,
+    )
+    upstream = upstream_get(tenant_id=None, name=DEMO_UPSTREAM) or Upstream(
+        tenant=None, name=DEMO_UPSTREAM, kind=UpstreamKind.HTTP, credential=credential
+    )
+    if upstream.pk is None or upstream.base_url != settings.TOOLHUB_DEMO_PAYMENTS_URL:
+        upstream.base_url = settings.TOOLHUB_DEMO_PAYMENTS_URL
+        upstream_save(upstream=upstream, actor=SEED_ACTOR)
+
+
+def _seed_imported_drafts(tenant: Tenant) -> tuple[str, ...]:
+    """The provider's listOrderRefunds operation imported from its OpenAPI document (the one
+    /demo/openapi.json serves) as a draft of the tenant, as a curator would: a rerun finds
+    it unchanged and makes nothing. It calls the upstream DEMO_UPSTREAM."""
+    document = json.dumps(payments_openapi(server_url=settings.TOOLHUB_DEMO_PAYMENTS_URL))
+    report = openapi_import(
+        tenant=tenant, document_text=document, upstream=DEMO_UPSTREAM, actor=SEED_ACTOR,
+        operation_ids=[LIST_ORDER_REFUNDS],
+    )
+    return tuple(result.tool for result in report.results)
+
+
 def demo_seed() -> SeedResult:
     """Create what the demo needs, once; a rerun changes nothing.
 
     Writes (each only when missing): tenant `demo`, agent `support-bot` and its derived
     key, superuser `admin` (password reset only if the printed one would not log in),
     the demo order book, the four demo tools with a published v1, their grants to
-    support-bot, and the tenant's `support` toolset with phases `lookup` and `resolve`. Audit
-    events for the key and each version it publishes.
+    support-bot, the tenant's `support` toolset with phases `lookup` and `resolve`, and a
+    draft imported from the payments provider's OpenAPI document. Audit events for the key,
+    each version it publishes and the import.
     """
     password = demo_admin_password()
     key = demo_agent_key()
@@ -374,9 +413,11 @@ def demo_seed() -> SeedResult:
             if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
                 grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
         _seed_toolset(tenant, tools)
+        _seed_payments_upstream()
+        imported = _seed_imported_drafts(tenant)
         catalog_changed()  # processes already running must see the seeded tools and toolset
     return SeedResult(
         admin_username=ADMIN_USERNAME, admin_password=password, agent_key=key,
         agent_key_active=stored_key.is_active, orders=DemoOrder.objects.count(),
-        tools=tuple(tools),
+        tools=tuple(tools), imported=imported,
     )

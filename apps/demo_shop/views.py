@@ -1,5 +1,6 @@
-"""The demo payments provider's HTTP API. It plays a third party, so it is plain Django
-with the provider's own error format (`{"error": {"code", "message"}}`), not DRF.
+"""The demo payments provider's HTTP API, described by its OpenAPI document (openapi.py). It
+plays a third party, so it is plain Django with the provider's own error format
+(`{"error": {"code", "message"}}`), not DRF.
 
 The POST body is `{"order_id", "amount_cents"}`, plus the `user_id` ToolHub's http
 executor sends along: when present, the order must be that user's.
@@ -23,13 +24,15 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
 from .api_keys import demo_api_key_matches
 from .models import IDEMPOTENCY_KEY_CHARS, DemoRefund, PaymentsFaultKind
-from .selectors import refund_get_by_key, status_endpoint_is_down
+from .openapi import MAX_LISTED_REFUNDS, payments_openapi
+from .selectors import order_exists, refund_get_by_key, refunds_of_order, status_endpoint_is_down
 from .services import REFUND_FAULTS, RefundRefused, payments_fault_take, refund_create
 from .tool_definitions import REFUND_PAYMENT
 
@@ -120,10 +123,8 @@ def _refund_input(request: HttpRequest) -> _RefundInput:
 
 
 @method_decorator(csrf_exempt, name="dispatch")
-class RefundsView(View):
-    """`POST /demo/payments/refunds` records a refund; `GET ?idempotency_key=K` looks one up."""
-
-    http_method_names = ["get", "post"]
+class _PaymentsView(View):
+    """An endpoint of the provider: the API key first, a malformed request answered 400."""
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not demo_api_key_matches(request.headers.get("Authorization", "")):
@@ -132,6 +133,12 @@ class RefundsView(View):
             return super().dispatch(request, *args, **kwargs)
         except _BadRequest as exc:
             return _error(400, "invalid_request", str(exc))
+
+
+class RefundsView(_PaymentsView):
+    """`POST /demo/payments/refunds` records a refund; `GET ?idempotency_key=K` looks one up."""
+
+    http_method_names = ["get", "post"]
 
     def post(self, request: HttpRequest) -> HttpResponse:
         knobs = _knobs(request)
@@ -168,3 +175,21 @@ class RefundsView(View):
         if refund is None:
             return _error(404, "refund_not_found", "No refund was recorded with this idempotency key.")
         return JsonResponse(_refund_json(refund))
+
+
+class OrderRefundsView(_PaymentsView):
+    """`GET /demo/payments/orders/{order_id}/refunds`: the order's refunds, oldest first."""
+
+    http_method_names = ["get"]
+
+    def get(self, request: HttpRequest, order_id: str) -> HttpResponse:
+        if not order_exists(order_id=order_id):
+            return _error(404, "order_not_found", f"No order {order_id} exists.")
+        refunds = refunds_of_order(order_id=order_id, limit=MAX_LISTED_REFUNDS)
+        return JsonResponse([_refund_json(refund) for refund in refunds], safe=False)
+
+
+def openapi_document_view(request: HttpRequest) -> HttpResponse:
+    """`GET /demo/openapi.json`: the provider's OpenAPI document, its server on this host."""
+    server_url = request.build_absolute_uri(reverse("demo-payments-refunds")).removesuffix("/refunds")
+    return JsonResponse(payments_openapi(server_url=server_url))

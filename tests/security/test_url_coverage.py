@@ -20,6 +20,9 @@ ALLOWED: dict[str, str] = {
     "metrics": "Prometheus scrape for operators: aggregate counters and gauges, no tenant's rows; "
     "production requires TOOLHUB_METRICS_TOKEN (tests/ops/test_metrics.py).",
     "demo/payments/refunds": "The demo's fake payments provider: an external system with its own key.",
+    "demo/payments/orders/<str:order_id>/refunds": "The same provider's list of an order's refunds, "
+    "behind its own key: demo data only.",
+    "demo/openapi.json": "The same provider's OpenAPI document: the same for every caller, no data.",
     "demo/orders/search": "The demo shop's own ungoverned order search (the bench baseline): demo data only.",
     "demo/orders/cancel": "The demo shop's own ungoverned cancel (the write bench baseline), behind the "
     "shop's API key: demo data only.",

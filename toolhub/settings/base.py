@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "apps.capabilities",
     "apps.catalog_as_code",
     "apps.gateway",
+    "apps.imports",
     "apps.demo_shop",
 ]
 

@@ -26,5 +26,6 @@ class Command(BaseCommand):
             )
         self.stdout.write(
             f"Demo ready: tenant demo, agent support-bot, {result.orders} orders, "
-            f"tools {', '.join(result.tools)}."
+            f"tools {', '.join(result.tools)}; imported from /demo/openapi.json as drafts to review: "
+            f"{', '.join(result.imported)}."
         )

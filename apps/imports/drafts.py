@@ -1,0 +1,361 @@
+"""An OpenAPI operation (openapi.py) as the content of a tool version draft. Pure.
+
+- parameters: one strict object schema of the path, query, header and JSON body
+  parameters; every property required, an optional one admitting null (the catalog's
+  strict rules, apps/catalog/exports.py), `additionalProperties: false` on every object
+  with properties; enums and `oneOf` kept; OpenAPI 3.0's `nullable` and 3.1's
+  `type: [.., "null"]` both become a type admitting null; formats kept, with a pattern
+  where RE2 matches them (apps/catalog/patterns.py);
+- the request mapping of the http executor (docs/contract.md §5): method, path template,
+  query parameters, headers, body;
+- side effect from the method: GET and HEAD `readonly`, the others `write`.
+
+Credentials never become arguments: header and query parameters the document's security
+schemes name, and `Authorization`, are left out (the upstream's credential sends them). An
+`Idempotency-Key` header parameter becomes the version's idempotency header. An operation
+ToolHub cannot map (a non-JSON body, a required cookie) raises `Unsupported`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from apps.catalog.patterns import pattern_problem
+
+from .openapi import OpenAPIError, Operation, Unsupported
+
+READONLY_METHODS = frozenset({"GET", "HEAD"})
+IDEMPOTENCY_HEADERS = frozenset({"idempotency-key", "x-idempotency-key"})
+# What a call's credential sends; never an argument a model fills.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+# The executor_config keys an import writes; a curator's others (response_pointer,
+# status_path) survive a re-import.
+MAPPING_KEYS = ("upstream", "method", "path", "query", "headers", "body", "idempotency_header")
+# The draft fields an import fills, compared on re-import.
+IMPORTED_FIELDS = ("description", "parameters", "side_effect", "executor_config")
+
+# JSON Schema's own formats are kept; OpenAPI's (int32, byte, password...) say nothing a
+# validator checks and are dropped.
+_JSON_SCHEMA_FORMATS = frozenset(
+    {"date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4",
+     "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+     "relative-json-pointer", "regex"}
+)
+FORMAT_PATTERNS = {
+    "date": r"^\d{4}-\d{2}-\d{2}$",
+    "date-time": r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$",
+    "time": r"^\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?$",
+    "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+    "email": r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+}
+# Keywords that describe documents or code generation, not the values a call may take.
+_DROPPED = frozenset(
+    {"discriminator", "xml", "externalDocs", "example", "examples", "nullable", "readOnly", "writeOnly",
+     "deprecated", "title", "$schema", "$id", "$anchor", "$comment", "$defs", "definitions",
+     "contentMediaType", "contentEncoding"}
+)
+_SCHEMA_ONE = ("items", "not", "contains", "propertyNames")
+_SCHEMA_MANY = ("oneOf", "anyOf", "allOf", "prefixItems")
+MAX_NAME = 64
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The content of the draft version of one operation (and its tool's name and summary)."""
+
+    name: str
+    summary: str
+    description: str
+    parameters: dict[str, Any]
+    side_effect: str
+    executor_config: dict[str, Any]
+
+    def fields(self) -> dict[str, Any]:
+        return {field: getattr(self, field) for field in IMPORTED_FIELDS}
+
+    def changed_since(self, before: Draft) -> list[str]:
+        """The imported fields that differ from `before`'s. The order of names in `required`
+        and `body` follows the order of properties, which a JSON column does not keep, so it
+        does not count."""
+        return [f for f in IMPORTED_FIELDS if _unordered(getattr(self, f)) != _unordered(getattr(before, f))]
+
+
+def _unordered(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: _unordered(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_unordered(v) for v in value]
+        names = key in ("required", "body") and all(isinstance(i, str) for i in items)
+        return sorted(items) if names else items
+    return value
+
+
+# --- schemas --------------------------------------------------------------------------------
+
+
+def _admits_null(node: Any) -> bool:
+    if not isinstance(node, Mapping):
+        return node is not False
+    kind = node.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if "enum" in node:
+        return None in node["enum"]
+    if "const" in node:
+        return node["const"] is None
+    for key in ("oneOf", "anyOf"):
+        if isinstance(node.get(key), list):
+            return any(_admits_null(v) for v in node[key])
+    return kind is None and not any(k in node for k in ("allOf", "not"))
+
+
+def or_null(node: dict[str, Any]) -> dict[str, Any]:
+    """`node` also admitting null: how a strict schema says "not given"."""
+    if _admits_null(node):
+        return node
+    out = dict(node)
+    kind = out.get("type")
+    if isinstance(kind, str | list):
+        out["type"] = [*(kind if isinstance(kind, list) else [kind]), "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+        if "const" in out:
+            out["enum"] = [out.pop("const"), None]
+        return out
+    for key in ("oneOf", "anyOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [*out[key], {"type": "null"}]
+            return out
+    description = out.pop("description", None)
+    wrapped: dict[str, Any] = {"anyOf": [out, {"type": "null"}]}
+    return {"description": description, **wrapped} if description else wrapped
+
+
+def _is_object(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
+
+
+def _merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
+    """An allOf of object schemas as one object (how OpenAPI documents extend a model)."""
+    parts = node.get("allOf")
+    if not (isinstance(parts, list) and parts and all(isinstance(p, dict) and _is_object(p) for p in parts)):
+        return node
+    merged: dict[str, Any] = {k: v for k, v in node.items() if k != "allOf"}
+    merged["type"] = "object"
+    properties: dict[str, Any] = dict(merged.get("properties") or {})
+    required: list[str] = list(merged.get("required") or [])
+    for part in parts:
+        properties.update(part.get("properties") or {})
+        required += [r for r in part.get("required") or [] if r not in required]
+        if "description" in part and "description" not in merged:
+            merged["description"] = part["description"]
+    merged["properties"], merged["required"] = properties, required
+    return merged
+
+
+def json_schema(node: Any, *, is_30: bool, request: bool = True) -> Any:
+    """An OpenAPI schema object as a Draft 2020-12 schema ToolHub stores: 3.0's nullable and
+    boolean exclusive bounds translated, documentation keywords dropped, read-only
+    properties left out of requests, formats kept with an RE2 pattern where one is known,
+    and a pattern RE2 cannot run moved into the description."""
+    if not isinstance(node, dict):
+        return node
+    node = _merge_all_of(node)
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in node.items():
+        if key in _DROPPED or key.startswith("x-"):
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {
+                name: json_schema(sub, is_30=is_30, request=request)
+                for name, sub in value.items()
+                if not (request and isinstance(sub, dict) and sub.get("readOnly"))
+            }
+        elif key == "additionalProperties" and isinstance(value, dict):
+            out[key] = json_schema(value, is_30=is_30, request=request)
+        elif key in _SCHEMA_ONE and isinstance(value, dict):
+            out[key] = json_schema(value, is_30=is_30, request=request)
+        elif key in _SCHEMA_MANY and isinstance(value, list):
+            out[key] = [json_schema(sub, is_30=is_30, request=request) for sub in value]
+        elif key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
+            bound = "minimum" if key == "exclusiveMinimum" else "maximum"
+            if value and bound in node:
+                out[key] = node[bound]
+        elif key in ("minimum", "maximum") and node.get(f"exclusive{key.capitalize()}") is True:
+            continue
+        elif key == "format":
+            if value in _JSON_SCHEMA_FORMATS:
+                out[key] = value
+                if value in FORMAT_PATTERNS and "pattern" not in node:
+                    out["pattern"] = FORMAT_PATTERNS[value]
+        elif key == "pattern" and isinstance(value, str) and pattern_problem(value):
+            notes.append(f"Must match the regular expression {value} (not checked by ToolHub).")
+        else:
+            out[key] = value
+    if "properties" in out and "required" in out:
+        out["required"] = [r for r in out["required"] if r in out["properties"]]
+    if is_30 and node.get("nullable") is True:
+        out = or_null(out)
+    if notes:
+        out["description"] = " ".join([out.get("description", ""), *notes]).strip()
+    return out
+
+
+def strict(node: Any) -> Any:
+    """Every object with properties closed (`additionalProperties: false` unless it says
+    otherwise) and listing every property in `required`, an optional one admitting null."""
+    if not isinstance(node, dict):
+        return node
+    out = dict(node)
+    for key in ("items", "additionalProperties", *_SCHEMA_ONE):
+        if isinstance(out.get(key), dict):
+            out[key] = strict(out[key])
+    for key in _SCHEMA_MANY:
+        if isinstance(out.get(key), list):
+            out[key] = [strict(sub) for sub in out[key]]
+    if isinstance(out.get("properties"), dict):
+        required = [r for r in out.get("required") or [] if r in out["properties"]]
+        out["properties"] = {
+            name: strict(sub) if name in required else or_null(strict(sub)) if isinstance(sub, dict) else sub
+            for name, sub in out["properties"].items()
+        }
+        out["required"] = [*required, *(n for n in out["properties"] if n not in required)]
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+# --- drafts ---------------------------------------------------------------------------------
+
+
+def snake_name(text: str) -> str:
+    """A tool name from an operationId or a method and path: snake_case, at most 64."""
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
+    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", text)
+    name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "operation"
+    if not name[0].isalpha():
+        name = f"op_{name}"
+    return name[:MAX_NAME].rstrip("_")
+
+
+def _argument_schema(parameter: Mapping[str, Any], *, is_30: bool) -> dict[str, Any]:
+    schema = parameter.get("schema")
+    if schema is None:
+        media = parameter.get("content") or {}
+        schema = next((m.get("schema") for m in media.values() if isinstance(m, dict)), None)
+    converted = json_schema(schema if isinstance(schema, dict) else {"type": "string"}, is_30=is_30)
+    if parameter.get("description"):
+        converted = {"description": str(parameter["description"]).strip(), **converted}
+    return converted
+
+
+def _json_body(body: Any) -> tuple[Mapping[str, Any] | None, bool]:
+    """The JSON schema of an operation's request body and whether the body is required."""
+    if not isinstance(body, dict):
+        return None, False
+    media = body.get("content") or {}
+    json_type = next(
+        (t for t in media if t.split(";")[0].strip() == "application/json" or t.endswith("+json")), None
+    )
+    if json_type is None:
+        if body.get("required"):
+            types = ", ".join(media) or "none"
+            raise Unsupported(f"its request body is not JSON ({types}); ToolHub sends JSON bodies only.")
+        return None, False
+    schema = (media[json_type] or {}).get("schema") or {}
+    return schema, bool(body.get("required"))
+
+
+def draft_of(operation: Operation, *, upstream: str) -> Draft:
+    """The draft content of one operation, calling `upstream`. Raises Unsupported."""
+    op = operation.normalized
+    is_30 = op["openapi"] == "3.0"
+    method, path = op["method"], op["path"]
+    credentials = set(op["credential_parameters"])
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    query: list[str] = []
+    headers: dict[str, str] = {}
+    idempotency_header = None
+
+    def add(name: str, schema: dict[str, Any], is_required: bool, where: str) -> None:
+        if name in properties:
+            raise Unsupported(f"two of its parameters are both called {name!r} (one is the {where}).")
+        properties[name] = schema
+        if is_required:
+            required.append(name)
+
+    for location in ("path", "query", "header", "cookie"):
+        for parameter in (p for p in op["parameters"] if p["in"] == location):
+            name = parameter["name"]
+            if f"{location}:{name.lower()}" in credentials or (
+                location == "header" and name.lower() in CREDENTIAL_HEADERS
+            ):
+                continue
+            if location == "cookie":
+                if parameter.get("required"):
+                    raise Unsupported(f"it needs the cookie {name!r}; ToolHub does not send cookies.")
+                continue
+            if location == "header" and name.lower() in IDEMPOTENCY_HEADERS:
+                idempotency_header = name
+                continue
+            schema = _argument_schema(parameter, is_30=is_30)
+            if location == "path":
+                add(name, schema, True, "path parameter")
+            elif location == "query":
+                add(name, schema, bool(parameter.get("required")), "query parameter")
+                query.append(name)
+            else:
+                argument = snake_name(name)
+                add(argument, schema, bool(parameter.get("required")), f"header {name}")
+                headers[name] = argument
+    for name in re.findall(r"{([^}]+)}", path):
+        if name not in properties:
+            raise OpenAPIError(
+                operation.pointer, f"the path names {{{name}}} but no path parameter {name!r}."
+            )
+
+    body_schema, body_required = _json_body(op.get("requestBody"))
+    body: list[str] = []
+    if body_schema is not None:
+        converted = json_schema(body_schema, is_30=is_30)
+        if not (isinstance(converted, dict) and _is_object(converted) and "properties" in converted):
+            raise Unsupported(
+                "its JSON body is not an object with named properties; ToolHub maps arguments onto "
+                "a body object."
+            )
+        body_required_names = set(converted.get("required") or ()) if body_required else set()
+        for name, schema in converted["properties"].items():
+            add(name, schema, name in body_required_names, "body")
+            body.append(name)
+
+    parameters = strict({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    })
+    config: dict[str, Any] = {"upstream": upstream, "method": method, "path": path}
+    if query:
+        config["query"] = query
+    if headers:
+        config["headers"] = headers
+    if body_schema is not None:
+        config["body"] = body
+    side_effect = "readonly" if method in READONLY_METHODS else "write"
+    if side_effect == "write":
+        config["idempotency_header"] = idempotency_header or "Idempotency-Key"
+    summary, description = str(op["summary"]).strip(), str(op["description"]).strip()
+    text = "\n\n".join(dict.fromkeys(t for t in (summary, description) if t))
+    return Draft(
+        name=snake_name(op["operationId"] or f"{method.lower()}_{path}"),
+        summary=(summary or operation.key)[:200],
+        description=text or f"Calls {method} {path} of {upstream}.",
+        parameters=parameters,
+        side_effect=side_effect,
+        executor_config=config,
+    )

@@ -1,0 +1,8 @@
+"""Why an import did not happen. Nothing of it was written."""
+
+from __future__ import annotations
+
+
+class ImportRefused(Exception):
+    """The import cannot be made as asked (a document that cannot be fetched, an unknown
+    operation or agent, a draft that cannot be published); the message says what to change."""

@@ -1,0 +1,314 @@
+"""Writes of the imports app: an OpenAPI document's operations as draft tool versions.
+
+An import is one transaction: every operation becomes a tool with a draft (or, on a
+re-import, a new draft only where the document changed), and `--publish` and `--grant`
+act on those drafts; any refusal (a malformed document, a draft lint refuses to publish,
+an unknown agent) leaves nothing written. The catalog's and tenancy's services do the
+writes, so each tool, draft, publication and grant has its own audit event; the import
+itself adds one more.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from apps.audit.services import audit_record
+from apps.catalog.lint import Finding
+from apps.catalog.models import Tool, ToolVersion, VersionStatus
+from apps.catalog.selectors import version_findings
+from apps.catalog.services import tool_save, version_create_draft, version_publish
+from apps.tenancy.models import Agent, Grant, Tenant
+from apps.tenancy.services import grant_save
+from apps.upstreams.models import Upstream, UpstreamKind
+from apps.upstreams.selectors import credential_get, upstream_get
+from apps.upstreams.services import upstream_save
+
+from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
+from .errors import ImportRefused
+from .openapi import (
+    Document,
+    OpenAPIError,
+    Operation,
+    Unsupported,
+    document_operations,
+    first_server_url,
+    parse_document,
+)
+from .selectors import tool_name_is_free, version_imported_from, version_latest
+
+NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
+
+
+@dataclass(frozen=True)
+class OperationResult:
+    """What an import did with one operation of the document."""
+
+    key: str
+    pointer: str
+    outcome: str  # new, changed, unchanged, skipped
+    tool: str = ""
+    changed: tuple[str, ...] = ()
+    reason: str = ""
+    version: ToolVersion | None = None
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        if self.outcome == CHANGED:
+            return f"changed: {', '.join(self.changed)}"
+        if self.outcome == SKIPPED:
+            return f"skipped: {self.reason}"
+        return self.outcome
+
+    @property
+    def lint_errors(self) -> int:
+        return sum(f.is_error for f in self.findings)
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    upstream: str
+    base_url: str | None
+    title: str
+    results: tuple[OperationResult, ...]
+    granted: tuple[str, ...] = ()
+
+
+def ensure_upstream(*, tenant: Tenant, name: str, base_url: str | None, credential_name: str | None,
+                    actor: str) -> str:
+    """The name of the upstream the imported versions call: the tenant's (or the platform's)
+    of that name, else a new one of the tenant at `base_url` using its credential
+    `credential_name`. Raises ImportRefused when a new one has no URL or its credential does
+    not exist or the upstream service refuses it (e.g. a base URL that is no URL)."""
+    if upstream_get(tenant_id=tenant.pk, name=name) is not None:
+        return name
+    if not base_url:
+        raise ImportRefused(
+            f"Tenant {tenant.slug} has no upstream {name!r}, and the document names no server: give "
+            "the API's base URL (--base-url, or the form's base URL field)."
+        )
+    credential = None
+    if credential_name:
+        credential = credential_get(tenant_id=tenant.pk, name=credential_name)
+        if credential is None:
+            raise ImportRefused(
+                f"Tenant {tenant.slug} has no credential {credential_name!r}; store it first "
+                "(manage.py set_credential, or Upstreams → Credentials in the admin)."
+            )
+    try:
+        upstream_save(
+            upstream=Upstream(tenant=tenant, name=name, kind=UpstreamKind.HTTP, base_url=base_url,
+                              credential=credential),
+            actor=actor,
+        )
+    except ValidationError as error:
+        raise ImportRefused(
+            f"The upstream {name!r} at {base_url} cannot be made: {' '.join(error.messages)}"
+        ) from None
+    return name
+
+
+def openapi_import(
+    *,
+    tenant: Tenant,
+    document_text: str | bytes,
+    upstream: str,
+    actor: str,
+    base_url: str | None = None,
+    fetched_from: str | None = None,
+    credential: str | None = None,
+    operation_ids: Sequence[str] | None = None,
+    publish: bool = False,
+    grant_agents: Sequence[str] = (),
+) -> ImportReport:
+    """Import the operations of an OpenAPI 3.0/3.1 document (all, or `operation_ids`) into
+    `tenant`'s catalog as drafts calling `upstream` (created from `base_url`, else the
+    document's first server, when missing).
+
+    New operations get a tool (named from the operationId, made unique in the tenant) and
+    a draft; an operation imported before gets a new draft only when what the tool is made
+    of changed in the document, starting from the tool's latest version (a curator's
+    other edits kept). With `publish`, the drafts made are published; with `grant_agents`,
+    those agents are granted every imported tool. Writes tools, versions, grants and their
+    audit events, and one `openapi.import` event (none when nothing changed). Raises
+    ImportRefused (OpenAPIError for the document, naming where) with nothing written.
+    """
+    document = parse_document(document_text)
+    operations = _selected(document_operations(document), operation_ids)
+    base_url = base_url or first_server_url(document, fetched_from=fetched_from)
+    agents = _agents(tenant, grant_agents)
+    with transaction.atomic():
+        upstream = ensure_upstream(
+            tenant=tenant, name=upstream, base_url=base_url, credential_name=credential, actor=actor
+        )
+        taken: set[str] = set()
+        results = [_import_operation(tenant, document, op, upstream, actor, taken) for op in operations]
+        if publish:
+            _publish_drafts(results, actor)
+        granted = _grant(tenant, agents, results, actor)
+        results = [_with_findings(r) for r in results]
+        if granted or any(r.outcome in (NEW, CHANGED) for r in results):
+            audit_record(
+                tenant_id=tenant.pk, actor=actor, action="openapi.import", target=tenant,
+                data={"upstream": upstream, "document": document.title, "fetched_from": fetched_from or "",
+                      "results": {r.key: r.summary for r in results}, "granted": list(granted)},
+            )
+    return ImportReport(upstream=upstream, base_url=base_url, title=document.title, results=tuple(results),
+                        granted=granted)
+
+
+def _selected(
+    operations: list[Operation | tuple[str, str, str]], wanted: Sequence[str] | None
+) -> list[Operation | tuple[str, str, str]]:
+    if not wanted:
+        return operations
+    by_key = {(op.key if isinstance(op, Operation) else op[0]): op for op in operations}
+    unknown = [key for key in wanted if key not in by_key]
+    if unknown:
+        raise ImportRefused(
+            f"The document has no operation {', '.join(unknown)}; its operations are: "
+            f"{', '.join(by_key) or 'none'}."
+        )
+    return [by_key[key] for key in dict.fromkeys(wanted)]
+
+
+def _agents(tenant: Tenant, names: Iterable[str]) -> list[Agent]:
+    agents = []
+    for name in names:
+        agent = Agent.objects.for_tenant(tenant).filter(name=name).first()
+        if agent is None:
+            raise ImportRefused(f"Tenant {tenant.slug} has no agent {name!r} to grant the tools to.")
+        agents.append(agent)
+    return agents
+
+
+def _source(document: Document, operation: Operation, upstream: str) -> dict[str, Any]:
+    return {
+        "kind": "openapi",
+        "upstream": upstream,
+        "key": operation.key,
+        "pointer": operation.pointer,
+        "digest": operation.digest,
+        "document": {"title": document.title, "version": document.version},
+        "operation": operation.normalized,
+    }
+
+
+def _free_name(tenant: Tenant, wanted: str, taken: set[str]) -> str:
+    number = 1
+    name = wanted
+    while name in taken or not tool_name_is_free(tenant=tenant, name=name):
+        number += 1
+        suffix = f"_{number}"
+        name = wanted[: MAX_NAME - len(suffix)] + suffix
+    taken.add(name)
+    return name
+
+
+def _import_operation(
+    tenant: Tenant, document: Document, operation: Operation | tuple[str, str, str], upstream: str,
+    actor: str, taken: set[str],
+) -> OperationResult:
+    if not isinstance(operation, Operation):
+        key, pointer, reason = operation
+        return OperationResult(key=key, pointer=pointer, outcome=SKIPPED, reason=reason)
+    try:
+        draft = draft_of(operation, upstream=upstream)
+    except Unsupported as exc:
+        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=SKIPPED, reason=str(exc))
+    source = _source(document, operation, upstream)
+    previous = version_imported_from(tenant=tenant, upstream=upstream, key=operation.key)
+    if previous is None:
+        tool = tool_save(
+            tool=Tool(name=_free_name(tenant, draft.name, taken), tenant=tenant, summary=draft.summary),
+            actor=actor,
+        )
+        version = version_create_draft(
+            tool=tool, actor=actor, **draft.fields(), strict=True, executor="http", source=source,
+            changelog=f"Imported from {document.title or 'an OpenAPI document'}, operation {operation.key}.",
+        )
+        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=tool.name,
+                               version=version)
+    changed = _changes(previous.source, draft, upstream)
+    latest = version_latest(tool=previous.tool)
+    if not changed:
+        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=UNCHANGED,
+                               tool=latest.tool.name, version=latest)
+    version = version_create_draft(
+        tool=latest.tool, actor=actor, **_content_with(latest, draft, changed), source=source,
+        changelog=f"Re-imported operation {operation.key}: {', '.join(changed)} changed in the document.",
+    )
+    return OperationResult(key=operation.key, pointer=operation.pointer, outcome=CHANGED,
+                           tool=latest.tool.name, changed=tuple(changed), version=version)
+
+
+def _changes(source: dict[str, Any], draft: Draft, upstream: str) -> list[str]:
+    """The imported fields whose content differs between the operation as it was imported
+    (re-converted from the version's source) and as it is now."""
+    try:
+        before = draft_of(
+            Operation(key=source["key"], pointer=source["pointer"], normalized=source["operation"]),
+            upstream=upstream,
+        )
+    except (KeyError, TypeError, Unsupported, OpenAPIError):
+        return list(IMPORTED_FIELDS)
+    return draft.changed_since(before)
+
+
+def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str]) -> dict[str, Any]:
+    """`base`'s content with the changed imported fields replaced; in the executor config
+    only the request mapping is replaced, a curator's other keys are kept."""
+    content = {
+        field: copy.deepcopy(getattr(base, field))
+        for field in ToolVersion.CONTENT_FIELDS
+        if field not in ("tool_id", "number", "source")
+    }
+    for field in changed:
+        content[field] = copy.deepcopy(getattr(draft, field))
+    if "executor_config" in changed:
+        kept = {k: v for k, v in base.executor_config.items() if k not in MAPPING_KEYS}
+        content["executor_config"] = {**kept, **draft.executor_config}
+        content["executor"] = "http"
+    return content
+
+
+def _publish_drafts(results: list[OperationResult], actor: str) -> None:
+    for result in results:
+        if result.version is None or result.version.status != VersionStatus.DRAFT:
+            continue
+        try:
+            version_publish(version=result.version, actor=actor, note="Published by the OpenAPI import.")
+        except ValidationError as error:
+            raise ImportRefused(
+                f"Operation {result.key} ({result.tool}) cannot be published: {' '.join(error.messages)} "
+                "Nothing was imported; import without publishing to review the drafts."
+            ) from None
+
+
+def _grant(
+    tenant: Tenant, agents: list[Agent], results: list[OperationResult], actor: str
+) -> tuple[str, ...]:
+    granted = []
+    for agent in agents:
+        for result in results:
+            if result.version is None:
+                continue
+            tool = result.version.tool
+            if not Grant.objects.for_tenant(tenant).filter(agent=agent, tool=tool).exists():
+                grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=actor)
+                granted.append(f"{agent.name} → {tool.name}")
+    return tuple(granted)
+
+
+def _with_findings(result: OperationResult) -> OperationResult:
+    if result.version is None:
+        return result
+    version = ToolVersion.objects.select_related("tool").get(pk=result.version.pk)
+    return OperationResult(**{**result.__dict__, "version": version,
+                              "findings": tuple(version_findings(version=version))})
