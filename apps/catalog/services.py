@@ -153,7 +153,7 @@ def version_publish(*, version: ToolVersion, actor: str, note: str = "") -> Tool
     """Draft → published: the version becomes callable and never changes again.
 
     Re-validates a draft's definition first (ValidationError by field) and refuses it while
-    lint finds errors in it (apps/catalog/lint.py); refuses non-drafts.
+    lint finds errors in it (apps/catalog/lint/); refuses non-drafts.
     Writes the status, `published_at` and an audit event; invalidates the catalog caches
     once committed.
     """
