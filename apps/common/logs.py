@@ -6,6 +6,8 @@ stopped, beat's periodic round, a probe) to their own level; `JsonFormatter` wri
 record with python-json-logger and `PlainFormatter` writes one line for people
 (LOG_FORMAT=plain). Both scrub credentials from the final text as a last line of defence:
 no code logs headers on purpose, and a formatter is the one place every line passes through.
+`QueryValuesFilter`, on httpx's logger, keeps an upstream's query credential out of the URL
+httpx logs for each request, before any handler (or test capture) sees the record.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
 from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
 
 from .request_context import current_request_id, current_task_id
@@ -55,6 +58,23 @@ class RequestContextFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = current_request_id()
         record.task_id = current_task_id()
+        return True
+
+
+def _query_values_hidden(arg: object) -> object:
+    if not isinstance(arg, httpx.URL) or not arg.query:
+        return arg
+    names = "&".join(f"{name}={REDACTED}" for name, _ in arg.params.multi_items())
+    return f"{arg.copy_with(query=None)}?{names}"
+
+
+class QueryValuesFilter(logging.Filter):
+    """Replaces the query values of the URLs a record carries, keeping the names: httpx logs
+    every request's URL, and an upstream credential of kind `query` is one of its values."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_query_values_hidden(arg) for arg in record.args)
         return True
 
 
@@ -180,6 +200,7 @@ def logging_config(
         "filters": {
             "context": {"()": "apps.common.logs.RequestContextFilter"},
             "routine": {"()": "apps.common.logs.RoutineFilter", "level": routine_level},
+            "query_values": {"()": "apps.common.logs.QueryValuesFilter"},
         },
         "formatters": {
             "json": {"()": "apps.common.logs.JsonFormatter"},
@@ -201,6 +222,8 @@ def logging_config(
             # Django's default configuration gives its loggers their own plain console
             # handler and level INFO: send them through ours, at the level asked for.
             "django": {"handlers": [], "level": level, "propagate": True},
+            # On the logger, not a handler: the record is changed before anything reads it.
+            "httpx": {"filters": ["query_values"], "propagate": True},
         },
     }
 

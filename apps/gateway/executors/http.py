@@ -42,6 +42,7 @@ from apps.common.errors import (
     UnavailableError,
     UpstreamError,
 )
+from apps.common.logs import REDACTED
 from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
@@ -72,6 +73,15 @@ class Endpoint:
     base_url: str
     headers: Mapping[str, str]
     query: Mapping[str, str]
+
+    def hidden(self, text: str) -> str:
+        """`text` without the credentials this endpoint sends: an upstream may quote the key it
+        refused in its error message, which the model reads."""
+        for value in (*self.headers.values(), *self.query.values()):
+            for secret in (value, value.partition(" ")[2]):  # "Bearer <token>": the token too
+                if secret:
+                    text = text.replace(secret, REDACTED)
+        return text
 
 
 def _endpoint(request: ExecutionRequest) -> Endpoint:
@@ -151,20 +161,20 @@ def _unavailable(request: ExecutionRequest, reason: str) -> ExecutionRejected:
     ))
 
 
-def _upstream_message(response: httpx.Response) -> str:
+def _upstream_message(response: httpx.Response, endpoint: Endpoint) -> str:
     try:
         body = response.json()
     except ValueError:
         return f"HTTP {response.status_code}"
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])[:300]
+        return endpoint.hidden(str(error["message"]))[:300]
     return f"HTTP {response.status_code}"
 
 
-def _rejection(response: httpx.Response, tool: str) -> ExecutionRejected:
+def _rejection(response: httpx.Response, tool: str, endpoint: Endpoint) -> ExecutionRejected:
     """A 4xx answer: the upstream refused the request, so nothing was applied."""
-    message = _upstream_message(response)
+    message = _upstream_message(response, endpoint)
     status = response.status_code
     if status == 404:
         error: Any = NotFoundError(
@@ -235,7 +245,7 @@ def run_http(request: ExecutionRequest) -> Any:
     except httpx.TransportError as exc:
         raise ExecutionAmbiguous(f"the connection failed after sending: {type(exc).__name__}") from None
     if 400 <= response.status_code < 500:
-        raise _rejection(response, request.tool_name)
+        raise _rejection(response, request.tool_name, endpoint)
     if response.status_code >= 500 or not response.is_success:
         raise ExecutionAmbiguous(f"the provider answered HTTP {response.status_code}")
     if response.status_code == 204 or parts.method == "HEAD":
