@@ -11,7 +11,14 @@ from apps.demo_shop.services import SeedResult
 from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
 
-from .seed import BENCH_USER, order_id
+from .seed import BENCH_USER, IMPORTED_TOOL, REFUNDED_ORDER, order_id
+
+# The imported GET: the `call` of a governed invoke listing REFUNDED_ORDER's refunds, and
+# the bench's baseline view of the same listing (bench/views.py).
+IMPORTED_CALL = json.dumps(
+    {"id": "c1", "name": IMPORTED_TOOL, "arguments": json.dumps({"order_id": REFUNDED_ORDER})}
+)
+BARE_IMPORTED = f"/bench/orders/{REFUNDED_ORDER}/refunds"
 
 
 @dataclass(frozen=True)

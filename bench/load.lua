@@ -4,6 +4,7 @@
 --   cancel <first> <range>       governed invoke of cancel_order, a new task and order per request
 --   bare_cancel <first> <range>  the shop's ungoverned POST /demo/orders/cancel, a new order per request
 --   replay <body>                the same governed invoke again and again (a committed key)
+--   call <call>                  a governed invoke of this call (JSON), a new task per request
 -- Task ids are random, as real ones are, so the ledger's key indexes see random inserts.
 -- Thread n cancels orders first + (n - 1) * range onwards, at most range of them, so no
 -- order is cancelled twice.
@@ -23,9 +24,11 @@ function init(args)
     first_order = tonumber(args[2]) + (id - 1) * order_range
   elseif kind == "replay" then
     fixed_body = args[2]
+  elseif kind == "call" then
+    fixed_call = args[2]
   end
   expected = ({search = '"status":"ok"', cancel = '"status":"ok"', bare_cancel = '"status":"cancelled"',
-               replay = '"cached":true'})[kind]
+               replay = '"cached":true', call = '"status":"ok"'})[kind]
   if expected == nil then error("unknown kind " .. tostring(kind)) end
 end
 
@@ -53,6 +56,9 @@ request = function()
   elseif kind == "bare_cancel" then
     body = '{"user_id":"u-bench","order_id":"' .. next_order() .. '","reason":"customer_request"}'
     return wrk.format("POST", "/demo/orders/cancel", nil, body)
+  elseif kind == "call" then
+    body = '{"task_id":"' .. task_id() .. '","call":' .. fixed_call .. '}'
+    return wrk.format("POST", "/api/v1/invoke", nil, body)
   end
   return wrk.format("POST", "/api/v1/invoke", nil, fixed_body)
 end

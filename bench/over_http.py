@@ -12,7 +12,7 @@ from django.db import connection
 
 from apps.ledger.models import LedgerEntry, LedgerEvent
 
-from .calls import Access, cancel_arguments, invoke_body
+from .calls import BARE_IMPORTED, IMPORTED_CALL, Access, cancel_arguments, invoke_body
 from .config import (
     BARE_SEARCH,
     BATCH_ORDERS,
@@ -110,13 +110,20 @@ def measure_over_http(report: Report, server: Server, access: Access) -> None:
             Target("governed_cancel", "governed cancel_order (intent + commit)", "/api/v1/invoke",
                    access.cancel, kind="cancel", slot=4),
         ]
+        imported = [
+            Target("bare_imported", "bare view calling the refunds endpoint", BARE_IMPORTED),
+            Target("governed_imported", "governed list_order_refunds (imported GET)", "/api/v1/invoke",
+                   access.search, kind="call", body=IMPORTED_CALL),
+        ]
+        _same_answer(http, access)
         say(f"Warm-up (load average {load_average()}):")
-        take_turns(server, [*reads, replace(writes[0], slot=1), replace(writes[1], slot=2)],
+        take_turns(server, [*reads, replace(writes[0], slot=1), replace(writes[1], slot=2), *imported],
                    seconds=WARM_UP_SECONDS, rounds=1)
         say(f"Load runs, {ROUNDS} turns each (load average {load_average()}):")
         report.loads = {
             **take_turns(server, reads, seconds=SECONDS, rounds=ROUNDS),
             **take_turns(server, writes, seconds=SECONDS, rounds=ROUNDS),
+            **take_turns(server, imported, seconds=SECONDS, rounds=ROUNDS),
         }
         report.batch_reads = batch_of_reads(http, access)
         report.writes_in_order = batch_of_writes(http, access, first_order=spare + BATCH_ORDERS)
@@ -133,6 +140,18 @@ def measure_over_http(report: Report, server: Server, access: Access) -> None:
                    access.search, kind="search", connections=1),
         ], seconds=SECONDS, rounds=ROUNDS)
     report.admin = admin_pages(server.base_url, access)
+
+
+def _same_answer(http: httpx.Client, access: Access) -> None:
+    """The imported tool and its baseline must list the same refunds, or the pair compares
+    two different things."""
+    governed = http.post("/api/v1/invoke", content=f'{{"task_id": "same-answer", "call": {IMPORTED_CALL}}}',
+                         headers=access.search).json()
+    bare = http.get(BARE_IMPORTED)
+    if governed.get("status") != "ok" or bare.status_code != 200 or governed.get("data") != bare.json():
+        raise SystemExit(
+            f"the imported tool and its baseline answer differently: {governed} vs {bare.text[:300]}"
+        )
 
 
 def _batch(

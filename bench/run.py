@@ -11,6 +11,8 @@ the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
    a replay of a committed write's key vs that first readonly call;
 2. write: governed cancel_order (ledger intent + commit) vs the shop's bare DRF cancel
    (the same write);
+   imported GET: governed list_order_refunds (imported from the payments provider's
+   OpenAPI document) vs the bench's bare view making the same outbound call;
 3. batch: 10 readonly calls of 200 ms each in one request; 10 writes, in order;
 4. ledger size: the governed write's p50 at 10 k ledger rows and at BENCH_LEDGER_ROWS
    (default 1 M; 10 M takes ~10 more minutes), with the readonly search as a control; the

@@ -1,9 +1,12 @@
-"""What the benchmark needs beyond `seed_demo`: the bench-only tool and orders to cancel.
+"""What the benchmark needs beyond `seed_demo`: the bench-only tool, the imported tool
+published, refunds for it to list, and orders to cancel.
 
 `bench_wait` is published and granted to the demo agent through the catalog services, like
-any tool. The orders to cancel belong to a user of their own (`u-bench`), so the demo's
-users and the search benchmark never see them; they come in slots of numbers, one slot per
-load run, because an order can be cancelled only once.
+any tool; so is the draft `seed_demo` imported from the payments provider's OpenAPI
+document (`list_order_refunds`), as a curator would after review. The orders to cancel
+belong to a user of their own (`u-bench`), so the demo's users and the search benchmark
+never see them; they come in slots of numbers, one slot per load run, because an order
+can be cancelled only once.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from apps.catalog.models import Tool
+from apps.catalog.models import Tool, VersionStatus
 from apps.catalog.selectors import tool_visible_by_name
 from apps.catalog.services import tool_save, version_create_draft, version_publish
 from apps.demo_shop.models import DemoOrder
-from apps.demo_shop.services import DEMO_AGENT, DEMO_TENANT
+from apps.demo_shop.openapi import LIST_ORDER_REFUNDS
+from apps.demo_shop.services import DEMO_AGENT, DEMO_TENANT, DEMO_UPSTREAM, refund_create
+from apps.imports.selectors import version_imported_from
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
 
@@ -24,6 +29,11 @@ from .tools import WAIT_CALLABLE
 
 BENCH_USER = "u-bench"
 WAIT_TOOL = "bench_wait"
+IMPORTED_TOOL = "list_order_refunds"
+# A demo order (seed_demo's first; at least 500 cents) with REFUNDS_LISTED refunds of 100
+# cents: what the imported tool and its baseline list.
+REFUNDED_ORDER = "ORD-000001"
+REFUNDS_LISTED = 3
 SEED_ACTOR = "bench"
 # Order numbers ORD-100000 … ORD-999999 (the tool's pattern allows six digits; the demo
 # uses the first 300): nine slots of 100,000.
@@ -72,8 +82,10 @@ def order_id(number: int) -> str:
 
 
 def bench_seed(*, slots: int = ORDER_SLOTS) -> None:
-    """Publish `bench_wait` and grant it to the demo agent, once; add the bench user's paid
-    orders of the first `slots` slots that are missing. Needs `seed_demo` first."""
+    """Publish `bench_wait` and grant it to the demo agent, once; publish the imported
+    `list_order_refunds` draft and grant it; record the refunds of REFUNDED_ORDER; add the
+    bench user's paid orders of the first `slots` slots that are missing. Needs `seed_demo`
+    first."""
     tenant = Tenant.objects.get(slug=DEMO_TENANT)
     agent = Agent.objects.get(tenant=tenant, name=DEMO_AGENT)
     with transaction.atomic():
@@ -85,9 +97,28 @@ def bench_seed(*, slots: int = ORDER_SLOTS) -> None:
                 tool=tool, actor=SEED_ACTOR, changelog="For make bench.", **BENCH_WAIT
             )
             version_publish(version=draft, actor=SEED_ACTOR)
-        if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
-            grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
+        _grant(tenant=tenant, agent=agent, tool=tool)
+        _publish_imported(tenant=tenant, agent=agent)
+    for number in range(REFUNDS_LISTED):
+        # One key per refund: a rerun replays them and records nothing more.
+        refund_create(idempotency_key=f"bench-refund-{number}", order_id=REFUNDED_ORDER, amount_cents=100)
     _insert_orders(first=order_slot(1), last=order_slot(slots) + ORDER_SLOT_SIZE - 1)
+
+
+def _grant(*, tenant: Tenant, agent: Agent, tool: Tool) -> None:
+    if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
+        grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
+
+
+def _publish_imported(*, tenant: Tenant, agent: Agent) -> None:
+    """Publish the version seed_demo imported from listOrderRefunds (unless already) and
+    grant its tool to the agent."""
+    version = version_imported_from(tenant=tenant, upstream=DEMO_UPSTREAM, key=LIST_ORDER_REFUNDS)
+    if version is None:
+        raise SystemExit(f"seed_demo imported no {LIST_ORDER_REFUNDS} operation to publish")
+    if version.status == VersionStatus.DRAFT:
+        version_publish(version=version, actor=SEED_ACTOR, note="Published for make bench.")
+    _grant(tenant=tenant, agent=agent, tool=version.tool)
 
 
 def _insert_orders(*, first: int, last: int) -> None:

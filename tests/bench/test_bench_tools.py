@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
 
-from apps.demo_shop.models import DemoOrder
+from apps.catalog.models import ToolVersion
+from apps.demo_shop.models import DemoOrder, DemoRefund
 from apps.demo_shop.services import demo_seed
 from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
-from bench.seed import BENCH_USER, ORDER_SLOT_SIZE, WAIT_TOOL, bench_seed, order_id, order_slot
+from bench.calls import BARE_IMPORTED, IMPORTED_CALL
+from bench.seed import (
+    BENCH_USER,
+    IMPORTED_TOOL,
+    ORDER_SLOT_SIZE,
+    REFUNDED_ORDER,
+    REFUNDS_LISTED,
+    WAIT_TOOL,
+    bench_seed,
+    order_id,
+    order_slot,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +74,34 @@ def test_seeding_twice_adds_nothing(agent_api):
 
     assert DemoOrder.objects.filter(user_id=BENCH_USER).count() == ORDER_SLOT_SIZE
     assert Agent.objects.get(name="support-bot").tenant.tools.filter(name=WAIT_TOOL).count() == 1
+
+
+@pytest.fixture
+def payments_on_live_server(live_server: Any, settings: Any) -> None:
+    """The demo payments upstream (seeded from this setting) on a real loopback server."""
+    settings.TOOLHUB_DEMO_PAYMENTS_URL = f"{live_server.url}/demo/payments"
+
+
+# The imported tool calls the payments provider over HTTP: it must see committed refunds.
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.urls("bench.urls")
+def test_the_imported_tool_and_its_bare_view_list_the_same_refunds(
+    payments_on_live_server, agent_api, client
+):
+    call = json.loads(IMPORTED_CALL)
+
+    governed = agent_api.post("/api/v1/invoke", {"task_id": "t-1", "call": call}, format="json").json()
+    bare = client.get(BARE_IMPORTED)
+
+    assert governed["status"] == "ok"
+    assert bare.status_code == 200
+    assert governed["data"] == bare.json()
+    assert [r["idempotency_key"] for r in bare.json()] == [f"bench-refund-{n}" for n in range(REFUNDS_LISTED)]
+    version = ToolVersion.objects.get(tool__name=IMPORTED_TOOL)
+    assert (version.status, version.source["key"]) == ("published", "listOrderRefunds")
+
+
+def test_seeding_twice_records_the_refunds_once(agent_api):
+    bench_seed(slots=1)
+
+    assert DemoRefund.objects.filter(order_id=REFUNDED_ORDER).count() == REFUNDS_LISTED
