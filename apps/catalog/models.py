@@ -7,9 +7,8 @@ from collections.abc import Iterable
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
-from django.db.models import Q
 
-from apps.common.models import TimeStampedModel
+from apps.common.models import OwnerKind, TimeStampedModel, owner_name_clash, owner_name_constraints
 
 from .definitions import platform_settings_problems, validate_definition
 
@@ -18,46 +17,8 @@ tool_name_validator = RegexValidator(
 )
 
 
-def name_uniqueness_constraints(prefix: str) -> list[models.BaseConstraint]:
-    """A name is unique within its tenant and within the shared catalog (tenant empty).
-
-    That a tenant's name may not repeat a shared one (and the reverse) spans rows of both
-    kinds, which no unique index can say: `name_clash` checks it in clean().
-    """
-    return [
-        models.UniqueConstraint(
-            fields=["tenant", "name"], condition=Q(tenant__isnull=False),
-            name=f"{prefix}_unique_name_per_tenant",
-            violation_error_message="This tenant already has one of that name.",
-        ),
-        models.UniqueConstraint(
-            fields=["name"], condition=Q(tenant__isnull=True), name=f"{prefix}_unique_shared_name",
-            violation_error_message="The shared catalog already has one of that name.",
-        ),
-    ]
-
-
-def name_clash(instance: Tool | Toolset) -> str | None:
-    """Why `instance`'s name would shadow (or be shadowed by) a row of the other kind, or None.
-
-    Agents see their tenant's rows and the shared ones under one namespace, so a tenant's
-    name must not repeat a shared one, and a shared name must not repeat any tenant's.
-    """
-    kind = type(instance)._meta.verbose_name
-    others = type(instance).objects.filter(name=instance.name).exclude(pk=instance.pk)
-    if instance.tenant_id is not None:
-        if others.filter(tenant__isnull=True).exists():
-            return (
-                f"The shared catalog already has a {kind} named {instance.name}, which this "
-                "tenant's agents see; choose another name."
-            )
-        return None
-    if others.filter(tenant__isnull=False).exists():
-        return (
-            f"A tenant already has a {kind} named {instance.name}; a shared {kind} of that name "
-            "would shadow it for that tenant's agents. Choose another name."
-        )
-    return None
+# Tools and toolsets without a tenant form the shared catalog every tenant's agents see.
+SHARED_CATALOG = OwnerKind(label="shared catalog", adjective="shared")
 
 
 class Tool(TimeStampedModel):
@@ -78,14 +39,14 @@ class Tool(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
-        constraints = name_uniqueness_constraints("tool")
+        constraints = owner_name_constraints("tool", SHARED_CATALOG)
 
     def __str__(self) -> str:
         return self.name
 
     def clean(self) -> None:
         errors = {}
-        clash = name_clash(self)
+        clash = owner_name_clash(self, name=self.name, tenant_id=self.tenant_id, owner=SHARED_CATALOG)
         if clash:
             errors["name"] = clash
         replacement = self.replaced_by
@@ -279,13 +240,13 @@ class Toolset(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
-        constraints = name_uniqueness_constraints("toolset")
+        constraints = owner_name_constraints("toolset", SHARED_CATALOG)
 
     def __str__(self) -> str:
         return self.name
 
     def clean(self) -> None:
-        clash = name_clash(self)
+        clash = owner_name_clash(self, name=self.name, tenant_id=self.tenant_id, owner=SHARED_CATALOG)
         if clash:
             raise ValidationError({"name": clash}, code="name_clash")
 

@@ -15,7 +15,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
-from apps.common.models import TimeStampedModel
+from apps.common.models import OwnerKind, TimeStampedModel, owner_name_clash, owner_name_constraints
 
 name_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9_-]{0,62}$", "Use lowercase letters, digits, '-' and '_', at most 63."
@@ -28,39 +28,13 @@ _VALUE_CHARACTERS = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
 LAST4_MIN_LENGTH = 12
 
 
-def _owner_constraints(prefix: str) -> list[models.BaseConstraint]:
-    return [
-        models.UniqueConstraint(
-            fields=["tenant", "name"], condition=Q(tenant__isnull=False),
-            name=f"{prefix}_unique_name_per_tenant",
-            violation_error_message="This tenant already has one of that name.",
-        ),
-        models.UniqueConstraint(
-            fields=["name"], condition=Q(tenant__isnull=True), name=f"{prefix}_unique_platform_name",
-            violation_error_message="The platform already has one of that name.",
-        ),
-    ]
+# Upstreams and credentials without a tenant are the platform's, usable by every tenant.
+PLATFORM = OwnerKind(label="platform", adjective="platform")
 
 
 def owned_by(tenant_id: int | None) -> Q:
     """The rows of one owner: a tenant's, or the platform's (no tenant)."""
     return Q(tenant__isnull=True) if tenant_id is None else Q(tenant_id=tenant_id)
-
-
-def _platform_clash(instance: Upstream | Credential) -> str | None:
-    """Why the name would shadow (or be shadowed by) one of the other owner kind, or None:
-    a tenant resolves names among its own and the platform's, which must not overlap."""
-    kind = str(type(instance)._meta.verbose_name)
-    article = "an" if kind[0] in "aeiou" else "a"
-    others = type(instance).objects.filter(name=instance.name).exclude(pk=instance.pk)
-    if instance.tenant_id is not None and others.filter(tenant__isnull=True).exists():
-        return f"The platform already has {article} {kind} named {instance.name}; choose another name."
-    if instance.tenant_id is None and others.filter(tenant__isnull=False).exists():
-        return (
-            f"A tenant already has {article} {kind} named {instance.name}; a platform {kind} of that name "
-            "would shadow it. Choose another name."
-        )
-    return None
 
 
 def last4(value: str) -> str:
@@ -116,14 +90,14 @@ class Credential(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = _owner_constraints("credential")
+        constraints = owner_name_constraints("credential", PLATFORM)
 
     def __str__(self) -> str:
         return self.name
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
-        if clash := _platform_clash(self):
+        if clash := owner_name_clash(self, name=self.name, tenant_id=self.tenant_id, owner=PLATFORM):
             errors["name"] = clash
         if self.kind in (CredentialKind.HEADER, CredentialKind.QUERY):
             if not self.field:
@@ -191,14 +165,14 @@ class Upstream(TimeStampedModel):
 
     class Meta:
         ordering = ["name"]
-        constraints = _owner_constraints("upstream")
+        constraints = owner_name_constraints("upstream", PLATFORM)
 
     def __str__(self) -> str:
         return self.name
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
-        if clash := _platform_clash(self):
+        if clash := owner_name_clash(self, name=self.name, tenant_id=self.tenant_id, owner=PLATFORM):
             errors["name"] = clash
         if self.base_url and not self.base_url.lower().startswith(("http://", "https://")):
             errors["base_url"] = "Use an http:// or https:// URL."
