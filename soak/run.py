@@ -401,6 +401,9 @@ def report(
 
 
 def main() -> int:
+    # A SIGTERM (a supervisor, a time limit) must stop the servers and workers it started too:
+    # as SystemExit, it runs main's `finally` where the default handler would just die.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     for old in LOG_DIR.glob("*.log"):
         old.unlink()
