@@ -6,7 +6,8 @@ Migrates and seeds the given (scratch!) database with the demo and a day of oper
 serves it with Django's runserver on a free loopback port, and has headless Chromium
 (Debian's, /usr/bin/chromium) save docs/admin-version.png, docs/admin-version-unsaved.png,
 docs/admin-dashboard.png, docs/admin-triage.png, docs/admin-triage-entry.png,
-docs/admin-invocations.png and docs/admin-payments-faults.png (an empty list explaining itself).
+docs/admin-invocations.png, docs/admin-payments-faults.png (an empty list explaining itself),
+docs/admin-openapi-import.png and docs/admin-credential.png.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ def free_port() -> int:
 def shoot(base: str, draft: ToolVersion) -> None:
     from playwright.sync_api import sync_playwright
 
+    demo_tenant_id = Tenant.objects.get(slug="demo").pk  # no ORM inside Playwright's event loop
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
                                              args=CHROMIUM_ARGS)
@@ -144,6 +147,17 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.screenshot(path=str(ROOT / "docs/admin-invocations.png"))
         page.goto(f"{base}/admin/demo_shop/paymentsfault/")
         page.screenshot(path=str(ROOT / "docs/admin-payments-faults.png"))
+        # the provider's own OpenAPI document imported again: one result per operation
+        page.goto(f"{base}/admin/imports/openapi/")
+        page.select_option("#id_tenant", value=str(demo_tenant_id))
+        page.fill("#id_url", f"{base}/demo/openapi.json")
+        page.fill("#id_upstream", "demo-payments")
+        page.click("input[type=submit]")
+        page.screenshot(path=str(ROOT / "docs/admin-openapi-import.png"), full_page=True)
+        # write-only: kind, who changed it and when, the last four characters; never the value
+        page.goto(f"{base}/admin/upstreams/credential/")
+        page.locator("#result_list a", has_text="demo-payments-key").first.click()
+        page.screenshot(path=str(ROOT / "docs/admin-credential.png"), full_page=True)
         browser.close()
 
 
@@ -168,7 +182,8 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=10)
     print("Saved docs/admin-version.png, admin-version-unsaved.png, admin-dashboard.png, admin-triage.png, "
-          "admin-triage-entry.png, admin-invocations.png, admin-payments-faults.png")
+          "admin-triage-entry.png, admin-invocations.png, admin-payments-faults.png, "
+          "admin-openapi-import.png, admin-credential.png")
 
 
 if __name__ == "__main__":
