@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record, audited_save
@@ -133,28 +133,40 @@ def _policy_data(policy: TenantPolicy) -> dict[str, Any]:
     }
 
 
+def _save_changing_catalog(
+    row: models.Model, *, tenant_id: int, actor: str, action: str, data: dict[str, Any]
+) -> None:
+    """Validate and save a row agents' catalogs depend on (a policy, a grant), with its audit
+    event; their caches are invalidated once committed."""
+    verb = "create" if row.pk is None else "update"
+    with transaction.atomic():
+        audited_save(row, tenant_id=tenant_id, actor=actor, action=f"{action}.{verb}", data=data)
+        catalog_changed()
+
+
+def _delete_changing_catalog(
+    row: models.Model, *, tenant_id: int, actor: str, action: str, data: dict[str, Any]
+) -> None:
+    with transaction.atomic():
+        audit_record(tenant_id=tenant_id, actor=actor, action=f"{action}.delete", target=row, data=data)
+        row.delete()
+        catalog_changed()
+
+
 def tenant_policy_save(*, policy: TenantPolicy, actor: str) -> TenantPolicy:
     """Create or update a tenant policy. Validates it (ValidationError), writes it and an
     audit event, and invalidates the catalog caches once committed."""
-    creating = policy.pk is None
-    with transaction.atomic():
-        audited_save(
-            policy, tenant_id=policy.tenant_id, actor=actor,
-            action="tenant_policy.create" if creating else "tenant_policy.update", data=_policy_data(policy),
-        )
-        catalog_changed()
+    _save_changing_catalog(
+        policy, tenant_id=policy.tenant_id, actor=actor, action="tenant_policy", data=_policy_data(policy)
+    )
     return policy
 
 
 def tenant_policy_delete(*, policy: TenantPolicy, actor: str) -> None:
     """Delete a tenant policy, with an audit event; the catalog caches are invalidated."""
-    with transaction.atomic():
-        audit_record(
-            tenant_id=policy.tenant_id, actor=actor, action="tenant_policy.delete",
-            target=policy, data=_policy_data(policy),
-        )
-        policy.delete()
-        catalog_changed()
+    _delete_changing_catalog(
+        policy, tenant_id=policy.tenant_id, actor=actor, action="tenant_policy", data=_policy_data(policy)
+    )
 
 
 def _grant_data(grant: Grant) -> dict[str, Any]:
@@ -169,25 +181,17 @@ def grant_save(*, grant: Grant, actor: str) -> Grant:
     """Create or update a grant. Validates it (ValidationError: agent or tool of another
     tenant, pin of another tool or not callable, duplicates), writes it and an audit event;
     invalidates the catalog caches once committed."""
-    creating = grant.pk is None
-    with transaction.atomic():
-        audited_save(
-            grant, tenant_id=grant.tenant_id, actor=actor,
-            action="grant.create" if creating else "grant.update", data=_grant_data(grant),
-        )
-        catalog_changed()
+    _save_changing_catalog(
+        grant, tenant_id=grant.tenant_id, actor=actor, action="grant", data=_grant_data(grant)
+    )
     return grant
 
 
 def grant_delete(*, grant: Grant, actor: str) -> None:
     """Delete a grant, with an audit event; agents lose the tool on their next request."""
-    with transaction.atomic():
-        audit_record(
-            tenant_id=grant.tenant_id, actor=actor, action="grant.delete", target=grant,
-            data=_grant_data(grant),
-        )
-        grant.delete()
-        catalog_changed()
+    _delete_changing_catalog(
+        grant, tenant_id=grant.tenant_id, actor=actor, action="grant", data=_grant_data(grant)
+    )
 
 
 def session_mint(
