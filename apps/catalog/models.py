@@ -10,7 +10,7 @@ from django.db import models
 
 from apps.common.models import OwnerKind, TimeStampedModel, owner_name_clash, owner_name_constraints
 
-from .definitions import platform_settings_problems, validate_definition
+from .definitions import platform_settings_named, platform_settings_problems, validate_definition
 
 tool_name_validator = RegexValidator(
     r"^[a-z][a-z0-9_]{0,63}$", "Use snake_case: lowercase letters, digits and '_', at most 64."
@@ -56,8 +56,23 @@ class Tool(TimeStampedModel):
                 f"{replacement.name} belongs to another tenant; name one of this tool's tenant "
                 "or a shared tool."
             )
+        if self.tenant_id is not None and (named := self._platform_settings_named()):
+            errors["tenant"] = (
+                f"Versions of this tool name platform settings ({', '.join(named)}): it must stay in the "
+                "shared catalog, or that tenant's curators could send the platform's credentials "
+                "anywhere. Make the tenant its own tool with its own upstream instead."
+            )
         if errors:
             raise ValidationError(errors)
+
+    def _platform_settings_named(self) -> list[str]:
+        """The platform settings its versions name (none for a tool not saved yet)."""
+        if self.pk is None:
+            return []
+        named: set[str] = set()
+        for executor, config in self.versions.values_list("executor", "executor_config"):
+            named.update(platform_settings_named(executor=executor, executor_config=config).values())
+        return sorted(named)
 
 
 class VersionStatus(models.TextChoices):

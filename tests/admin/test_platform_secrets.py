@@ -144,3 +144,24 @@ def test_a_host_named_in_the_allowlist_is_published(world, superuser, settings):
 
     draft.refresh_from_db()
     assert draft.status == VersionStatus.PUBLISHED
+
+
+def test_a_shared_tool_naming_a_platform_secret_cannot_be_handed_to_a_tenant(world, superuser):
+    # given: a shared tool whose version sends the platform's payments key
+    ToolVersionFactory(
+        tool=world.shared_tool, number=2, executor="http",
+        executor_config={"url": "https://payments.example.com", "secret_ref": "DEMO_PAYMENTS_API_KEY"},
+    )
+    tool = world.shared_tool
+
+    # when: a superuser gives it an owner in the tool's admin page
+    response = superuser.post(
+        reverse("admin:catalog_tool_change", args=[tool.pk]),
+        {"name": tool.name, "tenant": world.acme.tenant.pk, "summary": tool.summary, "replaced_by": ""},
+    )
+
+    # then: refused, saying why; the tool stays shared
+    assert response.status_code == 200
+    assert "name platform settings (DEMO_PAYMENTS_API_KEY)" in response.content.decode()
+    tool.refresh_from_db()
+    assert tool.tenant_id is None

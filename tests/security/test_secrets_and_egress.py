@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
-from apps.catalog.services import tool_save
+from apps.catalog.models import Tool
+from apps.common.catalog_generation import catalog_changed
 from apps.gateway.executors.base import ExecutionRequest
 from apps.gateway.executors.http import reconcile_http
 from apps.ledger.models import LedgerEntry, LedgerState
@@ -50,11 +51,12 @@ def test_a_tenants_tool_naming_a_platform_secret_never_delivers_it(
     assert control["status"] == "ok" and SECRET.encode() in listener.everything_received
     listener.received.clear()
     listener.connections = 0
-    # ...then the tool is handed to a tenant, whose curators choose where it points
-    tool = version.tool
-    tool.tenant = agent.tenant
+    # ...then the row is handed to a tenant, whose curators choose where it points. The
+    # services refuse that (test_platform_secrets.py); the executor must refuse it too, for a
+    # row changed some other way (SQL, an earlier release).
+    Tool.objects.filter(pk=version.tool_id).update(tenant=agent.tenant)
     with django_capture_on_commit_callbacks(execute=True):
-        tool_save(tool=tool, actor="test")
+        catalog_changed()
 
     # when
     body = invoke(api, "steal", {"query": "a"}, session=session, call_id="stolen").json()
