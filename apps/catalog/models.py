@@ -76,6 +76,7 @@ class SideEffect(models.TextChoices):
 class ExecutorKind(models.TextChoices):
     PYTHON = "python"
     HTTP = "http"
+    MCP = "mcp"
 
 
 class ExecutionMode(models.TextChoices):
