@@ -143,6 +143,16 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}, {"required": ["upstream"]}],
         "additionalProperties": False,
     },
+    # A tool of an MCP server upstream, called by the upstream's name for it.
+    "mcp": {
+        "type": "object",
+        "properties": {
+            "upstream": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"},
+            "tool": {"type": "string", "minLength": 1, "maxLength": 128},
+        },
+        "required": ["upstream", "tool"],
+        "additionalProperties": False,
+    },
 }
 # executor_config keys that name something of the platform's settings (a secret, a URL).
 PLATFORM_SETTING_KEYS = ("secret_ref", "url_setting")

@@ -91,6 +91,7 @@ class SideEffect(models.TextChoices):
 class ExecutorKind(models.TextChoices):
     PYTHON = "python"
     HTTP = "http"
+    MCP = "mcp"
 
 
 class ExecutionMode(models.TextChoices):

@@ -95,3 +95,19 @@ class EgressTransport(httpx.HTTPTransport):
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
         return super().handle_request(request)
+
+
+def destination_refusal(url: str) -> str | None:
+    """Why the policy refuses `url`, judged as written and on every address its host resolves
+    to now; None when allowed. For clients that cannot take EgressTransport (the MCP SDK's
+    async client): they resolve the name again when connecting, so this is checked just before.
+    Raises httpcore.ConnectError when the name does not resolve."""
+    policy = egress_policy()
+    if reason := policy.url_refusal(url):
+        return reason
+    parts = httpx.URL(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    for address in _resolve(parts.host, port):
+        if reason := policy.refusal(parts.host, port, address):
+            return reason
+    return None
