@@ -25,7 +25,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -36,12 +36,12 @@ import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, PaginatedRequestParams, TextContent, Tool
 
 from apps.common.errors import UnavailableError, UpstreamError
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
-from apps.upstreams.selectors import upstream_for_call
+from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call
 
 from .base import (
     ExecutionAmbiguous,
@@ -196,13 +196,15 @@ class _Progress:
     sent: bool = False
 
 
-async def _call(key: SessionKey, tool: str, arguments: dict[str, Any], progress: _Progress) -> CallToolResult:
-    """The call's result on the cached session; once more on a new session when the server
+async def _on_session(
+    key: SessionKey, request: Callable[[_Session], Awaitable[T]], progress: _Progress
+) -> T:
+    """`request`'s answer on the cached session; once more on a new session when the server
     no longer knew the cached one (it ran nothing, so sending again is safe)."""
     session = await _session(key)
     progress.sent = True
     try:
-        return await _call_on(session, tool, arguments)
+        return await request(session)
     except MCPError:
         if not session.expired.is_set():
             raise
@@ -210,7 +212,7 @@ async def _call(key: SessionKey, tool: str, arguments: dict[str, Any], progress:
     progress.sent = False
     session = await _session(key)
     progress.sent = True
-    return await _call_on(session, tool, arguments)
+    return await request(session)
 
 
 async def _call_on(session: _Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -247,10 +249,18 @@ def _endpoint(request: ExecutionRequest) -> Endpoint:
         raise ExecutionRejected(exc) from None
     if upstream.kind != UpstreamKind.MCP:
         raise _unavailable(request, f"upstream {name} is an HTTP API, not an MCP server")
+    return _endpoint_of(upstream)
+
+
+def _endpoint_of(upstream: ResolvedUpstream) -> Endpoint:
     url = upstream.base_url
     if upstream.auth_query:
         url += ("&" if "?" in url else "?") + urlencode(upstream.auth_query)
     return Endpoint(base_url=url, headers=upstream.auth_headers, query=upstream.auth_query)
+
+
+def _key(endpoint: Endpoint) -> SessionKey:
+    return (endpoint.base_url, tuple(sorted(endpoint.headers.items())))
 
 
 def _unavailable(request: ExecutionRequest, reason: str) -> ExecutionRejected:
@@ -286,9 +296,10 @@ def run_mcp(request: ExecutionRequest) -> Any:
         raise ExecutionNotSent(f"could not resolve {request.tool_name}'s provider: {exc}") from None
     if refusal:
         raise _unavailable(request, refusal)
-    key: SessionKey = (endpoint.base_url, tuple(sorted(endpoint.headers.items())))
+    key = _key(endpoint)
     progress = _Progress()
-    coroutine = _call(key, str(request.config["tool"]), dict(request.arguments), progress)
+    tool, arguments = str(request.config["tool"]), dict(request.arguments)
+    coroutine = _on_session(key, lambda session: _call_on(session, tool, arguments), progress)
     try:
         result = _LOOP.submit(coroutine, timeout_s=request.timeout_s)
     except FutureTimeout:
@@ -322,6 +333,49 @@ def run_mcp(request: ExecutionRequest) -> Any:
     if result.structured_content is not None:
         return result.structured_content
     return _content(result)
+
+
+class ListingFailed(Exception):
+    """The server's tools could not be listed; the message says why, for an operator."""
+
+
+async def _list_on(session: _Session) -> list[Tool]:
+    tools: list[Tool] = []
+    cursor: str | None = None
+    while True:
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.client.list_tools(params=params)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
+    """Every tool the MCP server `upstream` lists (`tools/list`, all pages), each its
+    definition as JSON, asked on the session calls use and past the same egress check.
+    Raises ListingFailed."""
+    if upstream.kind != UpstreamKind.MCP:
+        raise ListingFailed(f"upstream {upstream.name} is an HTTP API, not an MCP server")
+    endpoint = _endpoint_of(upstream)
+    try:
+        refusal = destination_refusal(endpoint.base_url)
+    except httpcore.ConnectError as exc:
+        raise ListingFailed(f"could not resolve upstream {upstream.name}: {exc}") from None
+    if refusal:
+        raise ListingFailed(f"upstream {upstream.name} is refused: {refusal}")
+    try:
+        tools = _LOOP.submit(_on_session(_key(endpoint), _list_on, _Progress()), timeout_s=upstream.timeout_s)
+    except FutureTimeout:
+        raise ListingFailed(f"upstream {upstream.name} gave no answer in {upstream.timeout_s} s") from None
+    except MCPError as exc:
+        raise ListingFailed(
+            f"upstream {upstream.name} refused tools/list: {endpoint.hidden(exc.message)[:MESSAGE_CHARS]}"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was listed
+        raise ListingFailed(f"no session with upstream {upstream.name}: {type(_leaf(exc)).__name__}") \
+            from None
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
 
 
 def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
