@@ -1,4 +1,4 @@
-"""Reads of the imports app: which version an operation was imported into before."""
+"""Reads of the imports app: which version an operation or tool was imported into before."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from apps.catalog.selectors import tool_visible_by_name
 from apps.tenancy.models import Tenant
 
 
-def version_imported_from(*, tenant: Tenant, upstream: str, key: str) -> ToolVersion | None:
-    """The tenant's newest version made from the operation `key` of `upstream`'s document, or None."""
+def version_imported_from(
+    *, tenant: Tenant, upstream: str, key: str, kind: str = "openapi"
+) -> ToolVersion | None:
+    """The tenant's newest version made from `key` of `upstream` (an operation of its OpenAPI
+    document, or a tool its MCP server lists), or None."""
     return (
         ToolVersion.objects.filter(
-            tool__tenant=tenant, source__kind="openapi", source__upstream=upstream, source__key=key
+            tool__tenant=tenant, source__kind=kind, source__upstream=upstream, source__key=key
         )
         .select_related("tool")
         .order_by("-created_at", "-pk")

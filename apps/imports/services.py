@@ -1,11 +1,12 @@
-"""Writes of the imports app: an OpenAPI document's operations as draft tool versions.
+"""Writes of the imports app: an OpenAPI document's operations, or the tools an MCP server
+lists, as draft tool versions.
 
-An import is one transaction: every operation becomes a tool with a draft (or, on a
-re-import, a new draft only where the document changed), and `--publish` and `--grant`
-act on those drafts; any refusal (a malformed document, a draft lint refuses to publish,
-an unknown agent) leaves nothing written. The catalog's and tenancy's services do the
-writes, so each tool, draft, publication and grant has its own audit event; the import
-itself adds one more.
+An import is one transaction: every operation (or tool) becomes a tool with a draft (or, on
+a re-import, a new draft only where the document or listing changed), and `--publish` and
+`--grant` act on those drafts; any refusal (a malformed document, a server that cannot be
+listed, a draft lint refuses to publish, an unknown agent) leaves nothing written. The
+catalog's and tenancy's services do the writes, so each tool, draft, publication and grant
+has its own audit event; the import itself adds one more.
 """
 
 from __future__ import annotations
@@ -23,14 +24,18 @@ from apps.catalog.lint import Finding
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.catalog.selectors import version_findings
 from apps.catalog.services import tool_save, version_create_draft, version_publish
+from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
+from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import Upstream, UpstreamKind
-from apps.upstreams.selectors import credential_get, upstream_get
+from apps.upstreams.selectors import credential_get, upstream_for_call, upstream_get
 from apps.upstreams.services import upstream_save
 
 from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
 from .errors import ImportRefused
+from .mcp_tools import EXECUTOR as MCP_EXECUTOR
+from .mcp_tools import definition_digest, draft_of_tool, hints_note
 from .openapi import (
     Document,
     OpenAPIError,
@@ -150,7 +155,7 @@ def openapi_import(
         taken: set[str] = set()
         results = [_import_operation(tenant, document, op, upstream, actor, taken) for op in operations]
         if publish:
-            _publish_drafts(results, actor)
+            _publish_drafts(results, actor, by="OpenAPI import", what="Operation")
         granted = _grant(tenant, agents, results, actor)
         results = [_with_findings(r) for r in results]
         if granted or any(r.outcome in (NEW, CHANGED) for r in results):
@@ -241,7 +246,7 @@ def _import_operation(
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=UNCHANGED,
                                tool=latest.tool.name, version=latest)
     version = version_create_draft(
-        tool=latest.tool, actor=actor, **_content_with(latest, draft, changed), source=source,
+        tool=latest.tool, actor=actor, **_content_with(latest, draft, changed, "http"), source=source,
         changelog=f"Re-imported operation {operation.key}: {', '.join(changed)} changed in the document.",
     )
     return OperationResult(key=operation.key, pointer=operation.pointer, outcome=CHANGED,
@@ -261,7 +266,7 @@ def _changes(source: dict[str, Any], draft: Draft, upstream: str) -> list[str]:
     return draft.changed_since(before)
 
 
-def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str]) -> dict[str, Any]:
+def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], executor: str) -> dict[str, Any]:
     """`base`'s content with the changed imported fields replaced; in the executor config
     only the request mapping is replaced, a curator's other keys are kept."""
     content = {
@@ -272,21 +277,22 @@ def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str]) -> di
     for field in changed:
         content[field] = copy.deepcopy(getattr(draft, field))
     if "executor_config" in changed:
-        kept = {k: v for k, v in base.executor_config.items() if k not in MAPPING_KEYS}
+        replaced = {*MAPPING_KEYS, *draft.executor_config}
+        kept = {k: v for k, v in base.executor_config.items() if k not in replaced}
         content["executor_config"] = {**kept, **draft.executor_config}
-        content["executor"] = "http"
+        content["executor"] = executor
     return content
 
 
-def _publish_drafts(results: list[OperationResult], actor: str) -> None:
+def _publish_drafts(results: list[OperationResult], actor: str, *, by: str, what: str) -> None:
     for result in results:
         if result.version is None or result.version.status != VersionStatus.DRAFT:
             continue
         try:
-            version_publish(version=result.version, actor=actor, note="Published by the OpenAPI import.")
+            version_publish(version=result.version, actor=actor, note=f"Published by the {by}.")
         except ValidationError as error:
             raise ImportRefused(
-                f"Operation {result.key} ({result.tool}) cannot be published: {' '.join(error.messages)} "
+                f"{what} {result.key} ({result.tool}) cannot be published: {' '.join(error.messages)} "
                 "Nothing was imported; import without publishing to review the drafts."
             ) from None
 
@@ -312,3 +318,89 @@ def _with_findings(result: OperationResult) -> OperationResult:
     version = ToolVersion.objects.select_related("tool").get(pk=result.version.pk)
     return OperationResult(**{**result.__dict__, "version": version,
                               "findings": tuple(version_findings(version=version))})
+
+
+def mcp_import(
+    *,
+    tenant: Tenant,
+    upstream: str,
+    actor: str,
+    tool_names: Sequence[str] | None = None,
+    publish: bool = False,
+    grant_agents: Sequence[str] = (),
+) -> ImportReport:
+    """Import the tools the MCP server `upstream` (the tenant's or the platform's upstream of
+    kind `mcp`) lists, all or `tool_names`, into `tenant`'s catalog as drafts of the `mcp`
+    executor, like openapi_import: a tool imported before gets a new draft only when its
+    definition changed, and each version's `source` keeps the definition and its digest.
+    Writes tools, versions, grants, their audit events and one `mcp.import` event (none when
+    nothing changed). Raises ImportRefused with nothing written.
+    """
+    try:
+        resolved = upstream_for_call(tenant_id=tenant.pk, name=upstream, subject="")
+        definitions = list_mcp_tools(resolved)
+    except (UpstreamNotFound, SubjectCredentialMissing) as error:
+        raise ImportRefused(f"Tenant {tenant.slug} cannot list upstream {upstream!r}: {error.message}") \
+            from None
+    except ListingFailed as error:
+        raise ImportRefused(f"The tools of {upstream!r} cannot be listed: {error}.") from None
+    by_name = {str(d["name"]): d for d in definitions}
+    unknown = [name for name in tool_names or () if name not in by_name]
+    if unknown:
+        raise ImportRefused(
+            f"{upstream} lists no tool {', '.join(unknown)}; it lists: {', '.join(by_name) or 'none'}."
+        )
+    wanted = [by_name[name] for name in dict.fromkeys(tool_names)] if tool_names else definitions
+    agents = _agents(tenant, grant_agents)
+    with transaction.atomic():
+        taken: set[str] = set()
+        results = [_import_tool(tenant, definition, upstream, actor, taken) for definition in wanted]
+        if publish:
+            _publish_drafts(results, actor, by="MCP import", what="Tool")
+        granted = _grant(tenant, agents, results, actor)
+        results = [_with_findings(r) for r in results]
+        if granted or any(r.outcome in (NEW, CHANGED) for r in results):
+            audit_record(
+                tenant_id=tenant.pk, actor=actor, action="mcp.import", target=tenant,
+                data={"upstream": upstream, "results": {r.key: r.summary for r in results},
+                      "granted": list(granted)},
+            )
+    return ImportReport(upstream=upstream, base_url=resolved.base_url, title=f"the tools of {upstream}",
+                        results=tuple(results), granted=granted)
+
+
+def _import_tool(
+    tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, taken: set[str]
+) -> OperationResult:
+    key = str(definition["name"])
+    try:
+        draft = draft_of_tool(definition, upstream=upstream)
+    except Unsupported as exc:
+        return OperationResult(key=key, pointer="", outcome=SKIPPED, reason=str(exc))
+    source = {"kind": "mcp", "upstream": upstream, "key": key, "digest": definition_digest(definition),
+              "tool": definition}
+    previous = version_imported_from(tenant=tenant, upstream=upstream, key=key, kind="mcp")
+    if previous is None:
+        tool = tool_save(
+            tool=Tool(name=_free_name(tenant, draft.name, taken), tenant=tenant, summary=draft.summary),
+            actor=actor,
+        )
+        version = version_create_draft(
+            tool=tool, actor=actor, **draft.fields(), strict=True, executor=MCP_EXECUTOR, source=source,
+            changelog=f"Imported from the tool {key} of {upstream}. {hints_note(definition)}",
+        )
+        return OperationResult(key=key, pointer="", outcome=NEW, tool=tool.name, version=version)
+    latest = version_latest(tool=previous.tool)
+    if previous.source.get("digest") == source["digest"]:
+        return OperationResult(key=key, pointer="", outcome=UNCHANGED, tool=latest.tool.name, version=latest)
+    try:
+        changed = draft.changed_since(draft_of_tool(previous.source["tool"], upstream=upstream))
+    except (KeyError, TypeError, Unsupported):
+        changed = list(IMPORTED_FIELDS)
+    version = version_create_draft(
+        tool=latest.tool, actor=actor, **_content_with(latest, draft, changed, MCP_EXECUTOR), source=source,
+        changelog=f"Re-imported the tool {key} of {upstream}: "
+        f"{', '.join(changed) or 'its definition'} changed. {hints_note(definition)}",
+    )
+    return OperationResult(key=key, pointer="", outcome=CHANGED, tool=latest.tool.name,
+                           changed=tuple(changed) or ("definition",), version=version)

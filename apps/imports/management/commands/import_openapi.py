@@ -55,20 +55,22 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot read {spec}: {error.strerror}.") from error
         except ImportRefused as error:
             raise CommandError(f"Nothing was imported. {error}") from error
-        self._print(report)
+        print_report(self, report)
 
-    def _print(self, report: ImportReport) -> None:
-        self.stdout.write(
-            f"Imported {report.title or 'the document'} for upstream {report.upstream}"
-            + (f" ({report.base_url})" if report.base_url else "") + ":"
-        )
-        for result in report.results:
-            version = result.version
-            where = f" → {result.tool} v{version.number} ({version.status})" if version else ""
-            self.stdout.write(f"  {result.key}: {result.summary}{where}")
-            for f in result.findings:
-                self.stdout.write(f"      {f.severity} {f.code} at {f.field}: {f.fix}")
-        for grant in report.granted:
-            self.stdout.write(f"  granted {grant}")
-        if any(r.outcome == SKIPPED for r in report.results):
-            self.stderr.write("Skipped operations were not imported; see why above.")
+
+def print_report(command: BaseCommand, report: ImportReport) -> None:
+    """One line per operation or tool, its lint findings under it, then the grants."""
+    command.stdout.write(
+        f"Imported {report.title or 'the document'} for upstream {report.upstream}"
+        + (f" ({report.base_url})" if report.base_url else "") + ":"
+    )
+    for result in report.results:
+        version = result.version
+        where = f" → {result.tool} v{version.number} ({version.status})" if version else ""
+        command.stdout.write(f"  {result.key}: {result.summary}{where}")
+        for f in result.findings:
+            command.stdout.write(f"      {f.severity} {f.code} at {f.field}: {f.fix}")
+    for grant in report.granted:
+        command.stdout.write(f"  granted {grant}")
+    if any(r.outcome == SKIPPED for r in report.results):
+        command.stderr.write("Skipped ones were not imported; see why above.")

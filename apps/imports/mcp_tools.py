@@ -1,0 +1,75 @@
+"""A tool an MCP server lists (`tools/list`) as the content of a tool version draft. Pure.
+
+- parameters: its `inputSchema`, `$ref`s inside it resolved, made strict like an OpenAPI
+  operation's (drafts.py: every property required, an optional one admitting null, objects
+  closed);
+- side effect from its annotations, for the curator to confirm: `readOnlyHint` →
+  `readonly`, otherwise (`destructiveHint` or no hint) `write`; `idempotentHint` is noted;
+- the `mcp` executor's config: the upstream and the server's name for the tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jsonref
+
+from .drafts import Draft, json_schema, snake_name, strict
+from .openapi import Unsupported, operation_digest
+
+EXECUTOR = "mcp"
+
+
+def definition_digest(definition: Mapping[str, Any]) -> str:
+    """The digest of a tool's definition as the server listed it."""
+    return operation_digest(definition)
+
+
+def annotations_of(definition: Mapping[str, Any]) -> dict[str, Any]:
+    annotations = definition.get("annotations")
+    return dict(annotations) if isinstance(annotations, dict) else {}
+
+
+def _input_schema(definition: Mapping[str, Any]) -> dict[str, Any]:
+    schema = definition.get("inputSchema")
+    if not isinstance(schema, dict):
+        return {"type": "object", "properties": {}}
+    try:
+        resolved = jsonref.replace_refs(schema, proxies=False, lazy_load=False, merge_props=True,
+                                        loader=_refuse_external)
+    except (jsonref.JsonRefError, RecursionError) as exc:
+        raise Unsupported(f"its inputSchema has a $ref ToolHub cannot resolve ({type(exc).__name__}).") \
+            from None
+    converted = json_schema(resolved, is_30=False)
+    if not (isinstance(converted, dict) and converted.get("type", "object") == "object"):
+        raise Unsupported("its inputSchema is not an object schema.")
+    return {**converted, "type": "object", "properties": converted.get("properties") or {}}
+
+
+def _refuse_external(uri: str) -> Any:
+    raise Unsupported(f"its inputSchema refers to {uri!r}, outside the tool's definition.")
+
+
+def draft_of_tool(definition: Mapping[str, Any], *, upstream: str) -> Draft:
+    """The draft content of one listed tool, calling it on `upstream`. Raises Unsupported."""
+    name = str(definition["name"])
+    annotations = annotations_of(definition)
+    title = str(definition.get("title") or annotations.get("title") or "").strip()
+    description = str(definition.get("description") or "").strip()
+    return Draft(
+        name=snake_name(name),
+        summary=(title or description.split("\n")[0] or name)[:200],
+        description=description or f"Calls the tool {name} of {upstream}.",
+        parameters=strict(_input_schema(definition)),
+        side_effect="readonly" if annotations.get("readOnlyHint") is True else "write",
+        executor_config={"upstream": upstream, "tool": name},
+    )
+
+
+def hints_note(definition: Mapping[str, Any]) -> str:
+    """What the server's annotations say about the tool's effects, for the changelog."""
+    annotations = annotations_of(definition)
+    hints = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+    said = [f"{hint}={annotations[hint]}" for hint in hints if hint in annotations]
+    return f"The server's hints: {', '.join(said)}." if said else "The server gave no hints about effects."

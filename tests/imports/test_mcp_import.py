@@ -1,0 +1,145 @@
+"""Importing the tools of an MCP server: the SDK's own server on loopback is listed, its tools
+become drafts of the `mcp` executor, a re-import of an unchanged server makes nothing, and an
+imported, published and granted tool answers through REST invoke."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from apps.audit.models import AuditEvent
+from apps.catalog.models import ToolVersion
+from apps.imports.mcp_tools import draft_of_tool
+from apps.tenancy.services import agent_key_issue
+from apps.upstreams.models import Upstream
+from apps.upstreams.services import credential_set, upstream_save
+from tests.factories import AgentFactory, TenantFactory
+from tests.gateway.conftest import invoke
+from tests.mcp_upstream import McpUpstream, mcp_upstream
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "sk-live-mcp-import-secret"
+
+
+@pytest.fixture
+def shipping() -> Iterator[McpUpstream]:
+    with mcp_upstream() as running:
+        yield running
+
+
+@pytest.fixture
+def agent(shipping):
+    """acme's agent, and acme's upstream of kind mcp at the shipping server, with its key."""
+    agent = AgentFactory(tenant=TenantFactory(slug="acme"), name="helper")
+    credential = credential_set(
+        tenant=agent.tenant, name="shipping-key", kind="bearer", field="", value=SECRET,
+        per_subject=False, actor="test",
+    )
+    upstream_save(
+        upstream=Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=shipping.url,
+                          credential=credential),
+        actor="test",
+    )
+    return agent
+
+
+def import_mcp(*args: str) -> str:
+    out = io.StringIO()
+    call_command("import_mcp", "--tenant", "acme", "--upstream", "shipping", *args, stdout=out,
+                 stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
+    # when
+    printed = import_mcp()
+
+    # then
+    versions = {v.tool.name: v for v in ToolVersion.objects.select_related("tool")}
+    assert set(versions) == {"track_shipment", "list_carriers", "schedule_pickup", "cancel_shipment"}
+    track = versions["track_shipment"]
+    assert (track.status, track.executor, track.strict) == ("draft", "mcp", True)
+    assert track.executor_config == {"upstream": "shipping", "tool": "track_shipment"}
+    assert track.description == "Where a shipment is."
+    assert track.parameters["properties"]["shipment_id"]["type"] == "string"
+    assert track.parameters["required"] == ["shipment_id"]
+    assert track.parameters["additionalProperties"] is False
+    assert track.source["kind"] == "mcp" and track.source["digest"].startswith("sha256:")
+    assert track.source["tool"]["name"] == "track_shipment"
+    assert track.source["tool"]["inputSchema"]["properties"]["shipment_id"]["type"] == "string"
+    assert "track_shipment: new → track_shipment v1 (draft)" in printed
+    assert set(shipping.authorizations) == {f"Bearer {SECRET}"}
+    assert AuditEvent.objects.filter(action="mcp.import").count() == 1
+
+
+def test_a_reimport_of_an_unchanged_server_makes_nothing(agent):
+    # given
+    import_mcp()
+
+    # when
+    printed = import_mcp()
+
+    # then
+    assert ToolVersion.objects.count() == 4
+    assert "track_shipment: unchanged" in printed
+    assert AuditEvent.objects.filter(action="mcp.import").count() == 1
+
+
+def test_a_changed_tool_gets_a_new_draft(agent):
+    # given: the server described the tool differently when it was imported
+    import_mcp("--tools", "track_shipment")
+    first = ToolVersion.objects.get()
+    first.source = {**first.source, "digest": "sha256:old",
+                    "tool": {**first.source["tool"], "description": "Where a parcel is."}}
+    first.save()
+
+    # when
+    printed = import_mcp("--tools", "track_shipment")
+
+    # then
+    second = ToolVersion.objects.get(number=2)
+    assert "track_shipment: changed: description" in printed
+    assert (second.status, second.description) == ("draft", "Where a shipment is.")
+
+
+def test_an_imported_published_granted_tool_answers_through_invoke(agent):
+    # when
+    import_mcp("--tools", "track_shipment", "--publish", "--grant", "helper")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_key_issue(agent=agent).secret}")
+    body = invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()
+
+    # then
+    assert body["status"] == "ok", body
+    assert body["data"] == {"shipment_id": "s-1", "status": "in transit"}
+
+
+@pytest.mark.parametrize(("annotations", "side_effect"), [
+    ({"readOnlyHint": True}, "readonly"),
+    ({"readOnlyHint": False, "destructiveHint": True}, "write"),
+    ({"idempotentHint": True}, "write"),
+    ({}, "write"),
+])
+def test_the_side_effect_is_suggested_from_the_annotations(annotations, side_effect):
+    definition = {"name": "getWeather", "description": "The weather.", "annotations": annotations,
+                  "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+    draft = draft_of_tool(definition, upstream="weather")
+
+    assert draft.side_effect == side_effect
+    assert draft.name == "get_weather"
+    # an optional argument: required, and null says "not given"
+    assert draft.parameters["required"] == ["city"]
+    assert draft.parameters["properties"]["city"]["type"] == ["string", "null"]
+
+
+def test_a_tool_the_server_lists_no_more_is_refused_with_the_ones_it_lists(agent):
+    with pytest.raises(CommandError, match="lists no tool track_parcel; it lists: track_shipment"):
+        import_mcp("--tools", "track_parcel")
+
+    assert not ToolVersion.objects.exists()
