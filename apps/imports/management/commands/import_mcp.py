@@ -9,9 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.imports.errors import ImportRefused
 from apps.imports.services import mcp_import
-from apps.tenancy.selectors import tenant_by_slug
 
-from .import_openapi import print_report
+from ._import_cli import add_publish_and_grant, comma_list, print_report, tenant_named
 
 ACTOR = "cli:import_mcp"
 
@@ -28,16 +27,11 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", required=True, help="The tenant's slug.")
         parser.add_argument("--upstream", required=True, help="The MCP server's upstream (its name).")
         parser.add_argument("--tools", help="Only these tools: the server's names, comma-separated.")
-        parser.add_argument("--publish", action="store_true", help="Publish the drafts made (refused, "
-                            "with nothing imported, if lint finds errors in one).")
-        parser.add_argument("--grant", action="append", default=[], metavar="AGENT",
-                            help="Grant the imported tools to this agent of the tenant (repeatable).")
+        add_publish_and_grant(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant = tenant_by_slug(slug=options["tenant"])
-        if tenant is None:
-            raise CommandError(f"No tenant with slug {options['tenant']!r}.")
-        tools = [t.strip() for t in (options["tools"] or "").split(",") if t.strip()]
+        tenant = tenant_named(options)
+        tools = comma_list(options["tools"])
         try:
             report = mcp_import(
                 tenant=tenant, upstream=options["upstream"], actor=ACTOR, tool_names=tools or None,

@@ -10,8 +10,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.imports.errors import ImportRefused
 from apps.imports.fetch import document_fetch
-from apps.imports.services import SKIPPED, ImportReport, openapi_import
-from apps.tenancy.selectors import tenant_by_slug
+from apps.imports.services import openapi_import
+
+from ._import_cli import add_publish_and_grant, comma_list, print_report, tenant_named
 
 ACTOR = "cli:import_openapi"
 
@@ -32,18 +33,13 @@ class Command(BaseCommand):
                             "document's first server).")
         parser.add_argument("--credential", help="The credential of the upstream, if it is created.")
         parser.add_argument("--operations", help="Only these operations: operationIds, comma-separated.")
-        parser.add_argument("--publish", action="store_true", help="Publish the drafts made (refused, "
-                            "with nothing imported, if lint finds errors in one).")
-        parser.add_argument("--grant", action="append", default=[], metavar="AGENT",
-                            help="Grant the imported tools to this agent of the tenant (repeatable).")
+        add_publish_and_grant(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant = tenant_by_slug(slug=options["tenant"])
-        if tenant is None:
-            raise CommandError(f"No tenant with slug {options['tenant']!r}.")
+        tenant = tenant_named(options)
         spec: str = options["spec"]
         fetched_from = spec if spec.startswith(("http://", "https://")) else None
-        operations = [o.strip() for o in (options["operations"] or "").split(",") if o.strip()]
+        operations = comma_list(options["operations"])
         try:
             text = document_fetch(url=spec) if fetched_from else Path(spec).read_bytes()
             report = openapi_import(
@@ -56,21 +52,3 @@ class Command(BaseCommand):
         except ImportRefused as error:
             raise CommandError(f"Nothing was imported. {error}") from error
         print_report(self, report)
-
-
-def print_report(command: BaseCommand, report: ImportReport) -> None:
-    """One line per operation or tool, its lint findings under it, then the grants."""
-    command.stdout.write(
-        f"Imported {report.title or 'the document'} for upstream {report.upstream}"
-        + (f" ({report.base_url})" if report.base_url else "") + ":"
-    )
-    for result in report.results:
-        version = result.version
-        where = f" → {result.tool} v{version.number} ({version.status})" if version else ""
-        command.stdout.write(f"  {result.key}: {result.summary}{where}")
-        for f in result.findings:
-            command.stdout.write(f"      {f.severity} {f.code} at {f.field}: {f.fix}")
-    for grant in report.granted:
-        command.stdout.write(f"  granted {grant}")
-    if any(r.outcome == SKIPPED for r in report.results):
-        command.stderr.write("Skipped ones were not imported; see why above.")
