@@ -21,12 +21,14 @@ import pytest
 from django.core.cache import cache
 from prometheus_client.parser import text_string_to_metric_families
 
+from apps.demo_shop.tool_definitions import REFUND_PAYMENT
 from tests.ops.conftest import ROOT, Server, ThrowawayPostgres, wait_until
 
 pytestmark = pytest.mark.slow
 
 CALLERS = 4
 SLOW_ANSWER_S = 5.0
+REFUND_TIMEOUT_S = REFUND_PAYMENT["timeout_s"]
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,8 @@ def test_stopping_postgresql_under_load_fails_closed_fast_and_keeps_the_ledger_c
         load.between(recovered_at, time.monotonic()),
     )
     assert not load.transport_errors
-    assert before and all(a.status == 200 and a.body["status"] == "ok" for a in before)
+    assert sum(a.status == 200 and a.body["status"] == "ok" for a in before) >= CALLERS
+    assert all(_answered_or_honestly_timed_out(a) for a in before), before
     assert len(during) >= CALLERS, "the load should keep calling while the database is down"
     for answer in during:
         assert answer.status == 503, answer
@@ -238,6 +241,18 @@ def test_stopping_postgresql_under_load_fails_closed_fast_and_keeps_the_ledger_c
     assert {key for key, (state, _) in ledger.items() if state == "committed"} == set(refunds)
     refunded_ok = [a for a in load.answers if a.tool == "refund_payment" and a.body.get("status") == "ok"]
     assert refunded_ok and all(a.body["data"]["idempotency_key"] in refunds for a in refunded_ok)
+
+
+def _answered_or_honestly_timed_out(answer: Answer) -> bool:
+    """Before the crash every call is answered, except that a refund on a cold, loaded machine
+    may run past its timeout: then it says `timeout` (the ledger settles it), never a failure."""
+    if answer.body["status"] == "ok":
+        return answer.status == 200
+    return (
+        answer.tool == "refund_payment"
+        and answer.body.get("kind") == "timeout"
+        and answer.elapsed >= REFUND_TIMEOUT_S
+    )
 
 
 def _refusals(server: Server, *, status: str, kind: str) -> float:
