@@ -45,9 +45,13 @@ class UpstreamAdmin(TenantScopedAdmin):
     list_filter = ("kind", ("tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("name", "base_url")
     ordering = ("name",)
-    fields = ("name", "tenant", "kind", "base_url", "timeout_s", "credential", "egress",
-              "created_at", "updated_at")
-    readonly_fields = ("egress", "created_at", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("name", "tenant", "kind", "base_url", "timeout_s", "credential", "egress")}),
+        ("MCP server", {"fields": ("status_tool", "sync_interval_minutes", "suspend_drifted_tools",
+                                   "last_synced_at")}),
+        ("History", {"fields": ("created_at", "updated_at")}),
+    )
+    readonly_fields = ("egress", "last_synced_at", "created_at", "updated_at")
 
     @admin.display(description="owner", ordering="tenant__slug")
     def owner(self, obj: Upstream) -> str:

@@ -162,6 +162,25 @@ class Upstream(TimeStampedModel):
         Credential, on_delete=models.PROTECT, null=True, blank=True, related_name="upstreams",
         help_text="Sent with every request; a credential of the same owner.",
     )
+    status_tool = models.CharField(
+        max_length=200, blank=True,
+        help_text="MCP servers only: one of the server's own readonly tools that reports a write's "
+        "outcome, called with {\"idempotency_key\": …}. Without one, a write whose outcome is "
+        "unknown waits in the triage queue.",
+    )
+    sync_interval_minutes = models.PositiveIntegerField(
+        default=15, validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 60)],
+        verbose_name="drift check every (minutes)",
+        help_text="MCP servers only: how often the server's tools/list is compared with the "
+        "definitions the published versions were made from.",
+    )
+    suspend_drifted_tools = models.BooleanField(
+        default=False,
+        help_text="MCP servers only: refuse calls to a tool whose upstream definition drifted "
+        "(agents read `unavailable`) until a curator reviews the finding. Off: the pinned "
+        "version keeps serving.",
+    )
+    last_synced_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]
@@ -181,6 +200,10 @@ class Upstream(TimeStampedModel):
             errors["credential"] = (
                 "Use a credential of the upstream's own owner: a credential is sent only to "
                 "upstreams its owner configured."
+            )
+        if self.kind != UpstreamKind.MCP and self.status_tool:
+            errors["status_tool"] = (
+                "Only an MCP server names a status tool; an HTTP API's versions set status_path."
             )
         if errors:
             raise ValidationError(errors)

@@ -111,6 +111,7 @@ def test_tenant_staff_cannot_give_their_upstream_another_owners_credential(acme,
 def test_platform_upstreams_are_visible_read_only_to_tenant_staff(acme, acme_staff, superuser):
     created = superuser.post(reverse("admin:upstreams_upstream_add"), {
         "name": "payments", "kind": "http", "base_url": "https://pay.example.com", "timeout_s": 5,
+        "sync_interval_minutes": 15,
     })
     platform = Upstream.objects.get()
 
@@ -137,3 +138,14 @@ def test_the_upstream_page_shows_the_egress_policys_verdict(acme, acme_staff, se
 
     assert "allowed" in listed and public.name in listed
     assert "refused: 169.254.169.254:80 is a cloud metadata address" in page
+
+
+def test_only_an_mcp_server_names_a_status_tool(acme, acme_staff):
+    response = acme_staff.post(reverse("admin:upstreams_upstream_add"), {
+        "name": "acme-api", "kind": "http", "base_url": "https://api.acme.example", "timeout_s": 10,
+        "sync_interval_minutes": 15, "status_tool": "pickup_status",
+    })
+
+    assert response.status_code == 200
+    assert "status_path" in str(response.context["adminform"].form.errors["status_tool"])
+    assert not Upstream.objects.exists()
