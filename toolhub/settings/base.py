@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.gateway",
     "apps.imports",
     "apps.demo_shop",
+    "apps.dashboards.apps.DashboardsConfig",
 ]
 
 MIDDLEWARE = [
@@ -215,6 +216,9 @@ TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
 TOOLHUB_SESSION_MAX_TTL_S = env.int("TOOLHUB_SESSION_MAX_TTL_S", default=86_400)
 # Calls per agent and tool per minute where no tenant policy sets a rate limit.
 TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE", default=600)
+# Each scheduled rollup of the invocation log (apps/dashboards/rollups.py) rolls up again this
+# many complete hours before the last one it covered, to pick up late rows.
+TOOLHUB_ROLLUP_REROLL_HOURS = env.int("TOOLHUB_ROLLUP_REROLL_HOURS", default=2)
 # Write the invocation log inline instead of from a background thread (tests).
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
 
