@@ -56,6 +56,30 @@ class LatencyRollup(models.Model):
         return f"{self.hour:%Y-%m-%d %H:00} {self.tool_name} bucket {self.bucket}: {self.calls}"
 
 
+class DailyLatencyRollup(models.Model):
+    """LatencyRollup's counts added up per UTC day, for the whole days of the rolled-up hours:
+    a month of percentiles reads 30 rows per tool and bucket instead of 720."""
+
+    day = models.DateTimeField()
+    tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.CASCADE, related_name="+")
+    tool_name = models.CharField(max_length=200)
+    has_version = models.BooleanField()
+    bucket = models.SmallIntegerField()
+    calls = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["day", "tenant", "tool_name", "has_version", "bucket"],
+                name="daily_latency_rollup_unique",
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "day"], name="daily_latency_tenant_day")]
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.tool_name} bucket {self.bucket}: {self.calls}"
+
+
 class RollupCoverage(models.Model):
     """The hours [start, end) whose rollups are complete: the dashboard reads raw rows for
     everything outside them."""

@@ -7,6 +7,9 @@ rolls up again the last TOOLHUB_ROLLUP_REROLL_HOURS complete hours besides the n
 log row is written within a second of its `created_at`: apps/audit/invocation_log.py);
 rows older than that, loaded by hand, need `manage.py rollup_invocations --since`.
 
+Latency counts are also added up per UTC day (DailyLatencyRollup) for the days whose every
+hour is rolled up, in the transaction that rolls up any of their hours.
+
 RollupCoverage records the hours [start, end) whose rollups are complete. A run works from
 its start hour to the current hour (never into it), a day per transaction, and the
 coverage grows with each as long as the two ranges touch, so the dashboard never reads a
@@ -21,14 +24,14 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import BooleanField, Count, ExpressionWrapper, Min, Q, QuerySet
-from django.db.models.functions import TruncHour
+from django.db.models import BooleanField, Count, ExpressionWrapper, Min, Q, QuerySet, Sum
+from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
 from apps.audit.models import Invocation
 
 from .latency_buckets import bucket_of
-from .models import InvocationRollup, LatencyRollup, RollupCoverage
+from .models import DailyLatencyRollup, InvocationRollup, LatencyRollup, RollupCoverage
 
 logger = logging.getLogger("toolhub.rollups")
 
@@ -54,6 +57,15 @@ def hour_ceil(moment: datetime) -> datetime:
     return floor if floor == moment else floor + timedelta(hours=1)
 
 
+def day_floor(moment: datetime) -> datetime:
+    return hour_floor(moment).replace(hour=0)
+
+
+def day_ceil(moment: datetime) -> datetime:
+    floor = day_floor(moment)
+    return floor if floor == moment else floor + timedelta(days=1)
+
+
 def rollup_coverage() -> tuple[datetime, datetime] | None:
     coverage = RollupCoverage.objects.filter(name=COVERAGE).first()
     return None if coverage is None else (coverage.start, coverage.end)
@@ -76,7 +88,8 @@ def roll_up_invocations(*, since: datetime | None = None, now: datetime | None =
             written = _roll_up_range(chunk_start, chunk_end)
             invocation_rows += written[0]
             latency_rows += written[1]
-            _extend_coverage(locked, start, chunk_end)
+            covered = _extend_coverage(locked, start, chunk_end) or (start, chunk_end)
+            _roll_up_days(chunk_start, chunk_end, within=covered)
         chunk_start = chunk_end
     if start >= end:
         with transaction.atomic():
@@ -100,12 +113,34 @@ def _locked_coverage() -> RollupCoverage | None:
     return RollupCoverage.objects.select_for_update().filter(name=COVERAGE).first()
 
 
-def _extend_coverage(coverage: RollupCoverage | None, start: datetime, end: datetime) -> None:
+def _extend_coverage(coverage: RollupCoverage | None, start: datetime,
+                     end: datetime) -> tuple[datetime, datetime] | None:
+    """Add [start, end) to the coverage when the two touch; the coverage it is part of now."""
     if coverage is None:
-        RollupCoverage.objects.create(name=COVERAGE, start=start, end=end)
+        coverage = RollupCoverage.objects.create(name=COVERAGE, start=start, end=end)
     elif end >= coverage.start:  # the run's range touches the coverage: one range again
         coverage.start, coverage.end = min(coverage.start, start), max(coverage.end, end)
         coverage.save()
+    else:
+        return None
+    return coverage.start, coverage.end
+
+
+def _roll_up_days(start: datetime, end: datetime, *, within: tuple[datetime, datetime]) -> None:
+    """Daily latency rows, again from the hourly ones, for each day the hours [start, end)
+    touch whose every hour is rolled up (`within`)."""
+    first, stop = max(day_floor(start), day_ceil(within[0])), min(day_ceil(end), day_floor(within[1]))
+    if first >= stop:
+        return
+    DailyLatencyRollup.objects.filter(day__gte=first, day__lt=stop).delete()
+    days = LatencyRollup.objects.filter(hour__gte=first, hour__lt=stop).annotate(
+        day=TruncDay("hour", tzinfo=UTC)).values("day", "tenant_id", "tool_name", "has_version", "bucket")
+    DailyLatencyRollup.objects.bulk_create(
+        [DailyLatencyRollup(day=r["day"], tenant_id=r["tenant_id"], tool_name=r["tool_name"],
+                            has_version=r["has_version"], bucket=r["bucket"], calls=r["n"])
+         for r in days.annotate(n=Sum("calls"))],
+        batch_size=_BATCH,
+    )
 
 
 def _roll_up_range(start: datetime, end: datetime) -> tuple[int, int]:

@@ -29,8 +29,8 @@ from apps.common.admin_filters import AGES
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 
 from .latency_buckets import bucket_of, percentile
-from .models import InvocationRollup, LatencyRollup
-from .rollups import hour_ceil, hour_floor, rollup_coverage
+from .models import DailyLatencyRollup, InvocationRollup, LatencyRollup
+from .rollups import day_ceil, day_floor, hour_ceil, hour_floor, rollup_coverage
 
 # window → (length, bucket function of its calls-over-time chart)
 WINDOWS: dict[str, tuple[timedelta, Any]] = {
@@ -125,7 +125,8 @@ class WindowCalls:
 
     raw: QuerySet  # Invocation
     rolled: QuerySet  # InvocationRollup
-    rolled_latency: QuerySet  # LatencyRollup
+    rolled_latency: QuerySet  # LatencyRollup: the rolled-up hours outside whole days
+    daily_latency: QuerySet  # DailyLatencyRollup: the whole days of the rolled-up hours
 
     def summed(self, keys: tuple[str, ...], condition: Q | None = None, *,
                raw_keys: dict[str, Any] | None = None, rolled_keys: dict[str, Any] | None = None,
@@ -139,7 +140,7 @@ class WindowCalls:
     def latency_buckets(self) -> dict[str, list[tuple[int, int]]]:
         """(latency bucket, calls) pairs per tool name."""
         counts = _added(("tool_name", "bucket"), (self.raw.annotate(bucket=bucket_of()), Count("id")),
-                        (self.rolled_latency, Sum("calls")))
+                        (self.rolled_latency, Sum("calls")), (self.daily_latency, Sum("calls")))
         buckets: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for (tool, bucket), n in counts.items():
             buckets[tool].append((bucket, n))
@@ -158,13 +159,18 @@ def _window_calls(tenant_id: int | None, since: datetime, now: datetime, *, hour
     raw = _of_tenant(Invocation.objects.filter(created_at__gte=since), tenant_id)
     rolled_hours = _rolled_hours(since, now) if hourly else None
     if rolled_hours is None:
-        return WindowCalls(raw, InvocationRollup.objects.none(), LatencyRollup.objects.none())
+        return WindowCalls(raw, InvocationRollup.objects.none(), LatencyRollup.objects.none(),
+                           DailyLatencyRollup.objects.none())
     start, end = rolled_hours
-    in_hours = Q(hour__gte=start, hour__lt=end)
+    days_start, days_end = day_ceil(start), day_floor(end)
+    if days_start >= days_end:
+        days_start = days_end = end
     return WindowCalls(
         raw.filter(Q(created_at__lt=start) | Q(created_at__gte=end)),
-        _of_tenant(InvocationRollup.objects.filter(in_hours), tenant_id),
-        _of_tenant(LatencyRollup.objects.filter(in_hours), tenant_id),
+        _of_tenant(InvocationRollup.objects.filter(hour__gte=start, hour__lt=end), tenant_id),
+        _of_tenant(LatencyRollup.objects.filter(Q(hour__gte=start, hour__lt=days_start)
+                                                | Q(hour__gte=days_end, hour__lt=end)), tenant_id),
+        _of_tenant(DailyLatencyRollup.objects.filter(day__gte=days_start, day__lt=days_end), tenant_id),
     )
 
 
@@ -199,8 +205,8 @@ def _latency_per_tool(calls: WindowCalls) -> list[ToolLatency]:
     tool_names = Tool.objects.values("name")
     known = WindowCalls(
         calls.raw.filter(Q(version_number__isnull=False) | Q(tool_name__in=tool_names)),
-        calls.rolled.filter(Q(has_version=True) | Q(tool_name__in=tool_names)),
-        calls.rolled_latency.filter(Q(has_version=True) | Q(tool_name__in=tool_names)),
+        *(rows.filter(Q(has_version=True) | Q(tool_name__in=tool_names))
+          for rows in (calls.rolled, calls.rolled_latency, calls.daily_latency)),
     )
     totals = known.summed(("tool_name",))
     errors = known.summed(("tool_name",), Q(status="error"))

@@ -3,16 +3,25 @@ picked up, the current hour never rolled up."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.db.models import Sum
+from django.db.models.functions import TruncDay
 
 from apps.audit.models import Invocation
 from apps.dashboards.latency_buckets import RELATIVE_ERROR
-from apps.dashboards.models import InvocationRollup, LatencyRollup
-from apps.dashboards.rollups import hour_ceil, hour_floor, roll_up_invocations, rollup_coverage
+from apps.dashboards.models import DailyLatencyRollup, InvocationRollup, LatencyRollup
+from apps.dashboards.rollups import (
+    day_ceil,
+    day_floor,
+    hour_ceil,
+    hour_floor,
+    roll_up_invocations,
+    rollup_coverage,
+)
 from apps.dashboards.selectors import WINDOWS, dashboard_overview
 from apps.dashboards.tasks import rollup_invocations_task
 
@@ -59,11 +68,26 @@ def test_rollups_give_the_raw_figures_of_every_window(log, window, scoped):
     after = figures(dashboard_overview(tenant_id=tenant_id, window=window, now=log.now))
 
     assert after == before
+    # The longer windows read whole days from the daily latency rows.
+    assert window == "1d" or DailyLatencyRollup.objects.exists()
     assert ("first", 1) in after["error_kinds"] and "before" not in dict(after["error_kinds"])
     assert {tool for tool, *_ in after["latency"]} == set(exact)
     for tool, _, _, p50, p95 in after["latency"]:
         assert p50 == pytest.approx(exact[tool][0], rel=RELATIVE_ERROR, abs=0.04)
         assert p95 == pytest.approx(exact[tool][1], rel=RELATIVE_ERROR, abs=0.04)
+
+
+def daily_matches_hourly() -> bool:
+    """Every whole day of the coverage has daily latency rows adding up its hours', and no
+    other day has any."""
+    start, end = rollup_coverage()
+    hourly = LatencyRollup.objects.filter(hour__gte=day_ceil(start), hour__lt=day_floor(end)).annotate(
+        day=TruncDay("hour", tzinfo=UTC),
+    ).values_list("day", "tenant_id", "tool_name", "has_version", "bucket")
+    expected = {row[:-1]: row[-1] for row in hourly.annotate(n=Sum("calls"))}
+    daily = {row[:-1]: row[-1] for row in DailyLatencyRollup.objects.values_list(
+        "day", "tenant_id", "tool_name", "has_version", "bucket", "calls")}
+    return bool(expected) and daily == expected
 
 
 def rollup_rows():
@@ -80,6 +104,7 @@ def test_rolling_an_hour_up_again_gives_the_same_rows(log):
     call_command("rollup_invocations", "--since", "45d")
 
     assert rollup_rows() == first
+    assert daily_matches_hourly()
     assert sum(calls for *_, calls in first[0]) == Invocation.objects.filter(
         created_at__lt=hour_floor(log.now)).count()
 
@@ -106,10 +131,12 @@ def test_the_beat_job_picks_up_late_rows_of_recent_hours_and_a_backfill_older_on
 
     rollup_invocations_task()
     assert list(InvocationRollup.objects.filter(kind="late").values_list("hour", flat=True)) == [late_hour]
+    assert daily_matches_hourly()
 
     call_command("rollup_invocations", "--since", (old_hour + timedelta(minutes=30)).isoformat())
     assert sorted(InvocationRollup.objects.filter(kind="late").values_list("hour", flat=True)) == [
         old_hour, late_hour]
+    assert daily_matches_hourly()
 
 
 def test_a_backfill_past_the_coverage_grows_it_once_the_ranges_touch(log):
@@ -119,6 +146,7 @@ def test_a_backfill_past_the_coverage_grows_it_once_the_ranges_touch(log):
     roll_up_invocations(since=log.now - timedelta(days=20), now=log.now)
 
     assert rollup_coverage() == (hour_floor(log.now - timedelta(days=20)), hour_floor(log.now))
+    assert daily_matches_hourly()
 
 
 def test_the_command_refuses_a_since_it_cannot_read():
