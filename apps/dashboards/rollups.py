@@ -75,7 +75,7 @@ def roll_up_invocations(*, since: datetime | None = None, now: datetime | None =
     """Roll up every complete hour from `since` (default: the scheduled run's start) to the
     current hour."""
     end = hour_floor(now or timezone.now())
-    start = hour_floor(since) if since is not None else _scheduled_start(end)
+    start = min(hour_floor(since) if since is not None else _scheduled_start(end), end)
     covered = rollup_coverage()
     if covered is not None and start > covered[1]:
         start = covered[1]  # roll the gap too: the coverage stays one range

@@ -74,6 +74,21 @@ def test_the_page_draws_the_charts_from_the_local_library_and_links_every_figure
     assert reverse("admin:ledger_triageentry_changelist") in html
 
 
+def test_the_30_day_window_draws_a_bar_per_day_and_links_its_lists(world, superuser):
+    calls(world.acme, status="error", kind="timeout", latency_ms=5, hours_ago=24 * 20)
+
+    response = superuser.get(DASHBOARD, {"window": "30d"})
+
+    charts = response.context["charts"]
+    assert response.status_code == 200 and response.context["overview"].calls_total == 3
+    assert len(charts["calls"]["labels"]) == 2  # the two tenants' calls of today, and 20 days ago
+    assert charts["error_kinds"]["links"] == [
+        f"{reverse('admin:audit_invocation_changelist')}?age=30d&status=error&kind=timeout"
+    ]
+    listed = superuser.get(charts["error_kinds"]["links"][0])
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 1
+
+
 def test_every_figure_of_a_scoped_user_is_their_tenants(world):
     calls(world.globex, status="error", kind="forbidden", latency_ms=7, n=4)
     in_triage(world.globex.entry)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, timedelta
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Sum
 from django.db.models.functions import TruncDay
@@ -150,5 +150,5 @@ def test_a_backfill_past_the_coverage_grows_it_once_the_ranges_touch(log):
 
 
 def test_the_command_refuses_a_since_it_cannot_read():
-    with pytest.raises(Exception, match="neither an ISO date"):
+    with pytest.raises(CommandError, match="neither an ISO date"):
         call_command("rollup_invocations", "--since", "last tuesday")
