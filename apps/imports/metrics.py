@@ -1,5 +1,6 @@
 """toolhub_upstream_drift{upstream} for /metrics: open drift findings per MCP server, computed
-at scrape time in one aggregated query (left out of a scrape the database does not answer)."""
+at scrape time in one aggregated query under the scrape's statement timeout (left out of a
+scrape the database does not answer in time)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.db import DatabaseError, InterfaceError
 from django.db.models import Count, Q
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from apps.common.metrics import bounded_scrape_queries
 from apps.upstreams.models import Upstream, UpstreamKind
 
 from .sync import upstream_label_of
@@ -31,7 +33,8 @@ class DriftCollector:
 
     def collect(self) -> Iterator[Metric]:
         try:
-            counts = open_drift_per_upstream()
+            with bounded_scrape_queries():
+                counts = open_drift_per_upstream()
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("drift figures left out of this scrape: %s", type(exc).__name__)
             return
