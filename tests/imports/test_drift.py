@@ -223,3 +223,25 @@ def test_an_unknown_upstream_is_refused_clearly(published):
 
     with pytest.raises(CommandError, match="No MCP upstream named 'billing'"):
         sync_upstreams("--upstream", "billing")
+
+
+def test_a_platform_upstream_finds_drift_in_each_tenants_tools(db, shipping):
+    # given: the platform's MCP upstream, imported from by acme and globex
+    Upstream.objects.create(name="shipping", kind="mcp", base_url=shipping.url)
+    for slug in ("acme", "globex"):
+        TenantFactory(slug=slug)
+        import_mcp("--tools", "track_shipment", "--publish", tenant=slug)
+    CHANGES["schema"](shipping)
+
+    # when
+    printed = sync_upstreams()
+
+    # then: one finding per tenant, on that tenant's own tool
+    findings = {f.tenant.slug: f for f in DriftFinding.objects.select_related("tenant", "tool__tenant")}
+    assert set(findings) == {"acme", "globex"}
+    assert all(f.kind == "schema" and f.tool.tenant == f.tenant for f in findings.values())
+    assert printed.splitlines() == [
+        f"shipping: {slug}: track_shipment: schema changed (pinned: track_shipment v1): "
+        f"drift finding {findings[slug].pk} (new)"
+        for slug in ("acme", "globex")
+    ]

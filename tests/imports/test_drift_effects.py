@@ -98,6 +98,23 @@ def test_a_suspending_upstream_refuses_a_drifted_tool_until_the_review(
     assert listed_description(api) == "Where a shipment is."
 
 
+def test_turning_suspension_on_refuses_a_tool_whose_finding_is_open_at_once(
+    api, shipping, django_capture_on_commit_callbacks
+):
+    # given: a finding found while the upstream did not suspend, and the tool still called
+    shipping.change_tool("track_shipment", description=CHANGED)
+    sync_upstreams()
+    assert invoke(api, "track_shipment", {"shipment_id": "s-1"}, call_id="c0").json()["status"] == "ok"
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        suspend_drifted_tools()
+    body = invoke(api, "track_shipment", {"shipment_id": "s-1"}, call_id="c1").json()
+
+    # then
+    assert (body["status"], body["kind"]) == ("error", "unavailable")
+
+
 def test_a_new_draft_adopts_the_current_definition_and_keeps_the_curators_edits(api, shipping):
     # given: the curator published v2 with a shorter timeout, then the server changed the tool
     v1 = ToolVersion.objects.get(tool__name="track_shipment")
