@@ -7,11 +7,13 @@ the pinned version keeps serving.
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.audit.services import audit_record
-from apps.catalog.models import DriftFinding, DriftKind
+from apps.catalog.models import DriftFinding, DriftKind, ToolVersion
 from apps.catalog.services import drift_finding_review
 
 from .errors import ImportRefused
@@ -42,8 +44,7 @@ def drift_finding_new_draft(*, finding: DriftFinding, actor: str) -> OperationRe
         )
         if result.outcome == SKIPPED:
             raise ImportRefused(f"{finding.upstream_tool} cannot be drafted: {result.reason}")
-        version = result.version
-        assert version is not None  # every outcome but SKIPPED names its version
+        version = cast(ToolVersion, result.version)  # every outcome but SKIPPED names its version
         note = f"Adopted in {version.tool.name} v{version.number} ({version.status})."
         covered = DriftFinding.objects.for_tenant(finding.tenant_id).filter(
             upstream=finding.upstream, upstream_tool=finding.upstream_tool, reviewed_at__isnull=True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -129,33 +129,28 @@ def upstream_sync(*, upstream: Upstream, actor: str, tenant: Tenant | None = Non
     if listed is None:
         logger.warning("drift check of upstream %s: not reached: %s", upstream_label_of(upstream), problem)
         return SyncReport(upstream=upstream, reached=False, problem=problem)
-    owners: dict[int, Tenant] = {}
-    by_owner: dict[int, list[ToolVersion]] = {}
+    by_owner: dict[Tenant, list[ToolVersion]] = {}
     for version in versions:
-        owner = version.tool.tenant
-        if owner is None:  # never: _imported_versions keeps tenants' tools only
-            continue
-        owners[owner.pk] = owner
-        by_owner.setdefault(owner.pk, []).append(version)
+        # _imported_versions keeps tenants' tools only.
+        by_owner.setdefault(cast(Tenant, version.tool.tenant), []).append(version)
     recorded: list[RecordedDrift] = []
     pinned = 0
-    for owner_id, owned in sorted(by_owner.items(), key=lambda item: owners[item[0]].slug):
+    for owner, owned in sorted(by_owner.items(), key=lambda item: item[0].slug):
         pins, known = _pins(owned)
         pinned += len(pins)
         for drift in drifts_of(pins=pins, listed=listed, known=known):
             finding = DriftFinding(
-                tenant=owners[owner_id], upstream=upstream, upstream_tool=drift.upstream_tool,
-                kind=drift.kind,
+                tenant=owner, upstream=upstream, upstream_tool=drift.upstream_tool, kind=drift.kind,
                 tool_id=drift.pin.tool_id if drift.pin else None,
                 version_id=drift.pin.version_id if drift.pin else None,
                 pinned=drift.pinned, current=drift.current, fingerprint=drift.fingerprint, detected_at=now,
             )
             written = drift_finding_record(finding=finding, actor=actor)
             if written is not None:
-                recorded.append(RecordedDrift(tenant=owners[owner_id].slug, drift=drift, finding=written,
+                recorded.append(RecordedDrift(tenant=owner.slug, drift=drift, finding=written,
                                               updated=written is not finding))
     still_open = DriftFinding.objects.filter(
-        upstream=upstream, tenant_id__in=list(by_owner), reviewed_at__isnull=True
+        upstream=upstream, tenant__in=list(by_owner), reviewed_at__isnull=True
     ).count()
     return SyncReport(upstream=upstream, reached=True, listed=len(listed), pinned=pinned,
                       recorded=tuple(recorded), still_open=still_open)
