@@ -1,7 +1,7 @@
 """Writes of the catalog app: tool versions through their life cycle, tools, toolsets
-(grants are tenancy's) and drift findings. Each writes its audit event in its own transaction and, when agents
-could see the change, bumps the catalog generation once committed
-(apps/common/catalog_generation.py)."""
+(grants are tenancy's) and drift findings. Each writes its audit event in its own
+transaction and, when agents could see the change, bumps the catalog generation once
+committed (apps/common/catalog_generation.py)."""
 
 from __future__ import annotations
 
@@ -273,7 +273,6 @@ def toolset_delete(*, toolset: Toolset, actor: str) -> None:
                      data={"name": toolset.name})
         toolset.delete()
         catalog_changed()
-
 
 
 def _finding_data(finding: DriftFinding) -> dict[str, Any]:
