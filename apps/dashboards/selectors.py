@@ -24,7 +24,7 @@ from apps.audit.models import Invocation
 from apps.capabilities.models import CapabilityReason, CapabilityRequest, CapabilityStatus
 from apps.catalog.lint import SEVERITY_ORDER
 from apps.catalog.models import Tool
-from apps.catalog.selectors import catalog_findings
+from apps.catalog.selectors import UpstreamDrift, catalog_findings, open_drift_by_upstream
 from apps.common.admin_filters import AGES
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 
@@ -80,6 +80,7 @@ class Overview:
     capability_requests: list[CapabilityRequest] = field(default_factory=list)
     phase_misses: list[CapabilityRequest] = field(default_factory=list)
     lint: list[LintSummary] = field(default_factory=list)
+    drift: list[UpstreamDrift] = field(default_factory=list)
 
     @property
     def unknown_total(self) -> int:
@@ -115,6 +116,7 @@ def dashboard_overview(*, tenant_id: int | None, window: str, now: datetime | No
     overview.capability_requests = list(open_requests.filter(reason=CapabilityReason.UNKNOWN)[:TOP])
     overview.phase_misses = list(open_requests.filter(reason=CapabilityReason.NOT_IN_PHASE)[:TOP])
     overview.lint = _lint_summary(tenant_id)
+    overview.drift = open_drift_by_upstream(tenant_id=tenant_id)
     return overview
 
 

@@ -53,6 +53,7 @@ def _links(window: str) -> dict[str, str]:
         "capabilities": f"{capabilities}?reason=unknown",
         "phase_misses": f"{capabilities}?reason=not_in_phase",
         "versions": reverse("admin:catalog_toolversion_changelist"),
+        "drift": f"{reverse('admin:catalog_driftfinding_changelist')}?review=open",
     }
 
 

@@ -354,7 +354,11 @@ def mcp_import(
     agents = _agents(tenant, grant_agents)
     with transaction.atomic():
         taken: set[str] = set()
-        results = [_import_tool(tenant, definition, upstream, actor, taken) for definition in wanted]
+        results = [
+            mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream, actor=actor,
+                                  taken=taken, listed=sorted(by_name))
+            for definition in wanted
+        ]
         if publish:
             _publish_drafts(results, actor, by="MCP import", what="Tool")
         granted = _grant(tenant, agents, results, actor)
@@ -369,20 +373,29 @@ def mcp_import(
                         results=tuple(results), granted=granted)
 
 
-def _import_tool(
-    tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, taken: set[str]
+def mcp_import_definition(
+    *, tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, why: str = "Re-imported",
+    taken: set[str] | None = None, listed: Sequence[str] = (),
 ) -> OperationResult:
+    """One listed tool of `upstream` as mcp_import makes it: a new tool and draft, or for a tool
+    imported before whose definition changed, a new draft from the tool's latest version with
+    only the changed imported fields replaced (the curator's other edits kept), `why` opening
+    its changelog. The source keeps the definition, its digest and the names of the tools
+    the server `listed` with it (the drift check reports only tools added after those).
+    Writes tools, versions and their audit events; a tool ToolHub cannot call (Unsupported)
+    is SKIPPED with nothing written."""
     key = str(definition["name"])
     try:
         draft = draft_of_tool(definition, upstream=upstream)
     except Unsupported as exc:
         return OperationResult(key=key, pointer="", outcome=SKIPPED, reason=str(exc))
     source = {"kind": "mcp", "upstream": upstream, "key": key, "digest": definition_digest(definition),
-              "tool": definition}
+              "tool": definition, **({"listed": list(listed)} if listed else {})}
     previous = version_imported_from(tenant=tenant, upstream=upstream, key=key, kind="mcp")
     if previous is None:
         tool = tool_save(
-            tool=Tool(name=_free_name(tenant, draft.name, taken), tenant=tenant, summary=draft.summary),
+            tool=Tool(name=_free_name(tenant, draft.name, taken if taken is not None else set()),
+                      tenant=tenant, summary=draft.summary),
             actor=actor,
         )
         version = version_create_draft(
@@ -399,7 +412,7 @@ def _import_tool(
         changed = list(IMPORTED_FIELDS)
     version = version_create_draft(
         tool=latest.tool, actor=actor, **_content_with(latest, draft, changed, MCP_EXECUTOR), source=source,
-        changelog=f"Re-imported the tool {key} of {upstream}: "
+        changelog=f"{why} the tool {key} of {upstream}: "
         f"{', '.join(changed) or 'its definition'} changed. {hints_note(definition)}",
     )
     return OperationResult(key=key, pointer="", outcome=CHANGED, tool=latest.tool.name,

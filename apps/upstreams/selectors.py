@@ -40,6 +40,12 @@ def upstreams_visible(*, tenant_id: int | None) -> QuerySet[Upstream]:
     return Upstream.objects.filter(visible)
 
 
+def upstream_label(*, name: str, tenant_slug: str | None) -> str:
+    """How reports and metrics name an upstream across tenants: a tenant's as slug/name (names
+    repeat across tenants), the platform's by its name."""
+    return f"{tenant_slug}/{name}" if tenant_slug else name
+
+
 def upstream_get(*, tenant_id: int | None, name: str) -> Upstream | None:
     """The upstream of that name the tenant may use, or None."""
     return upstreams_visible(tenant_id=tenant_id).select_related("credential").filter(name=name).first()

@@ -4,55 +4,18 @@ imported, published and granted tool answers through REST invoke."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
-
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from rest_framework.test import APIClient
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import ToolVersion
 from apps.imports.mcp_tools import draft_of_tool
 from apps.tenancy.services import agent_key_issue
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, upstream_save
-from tests.factories import AgentFactory, TenantFactory
 from tests.gateway.conftest import invoke
-from tests.mcp_upstream import McpUpstream, mcp_upstream
+from tests.imports.conftest import SECRET, import_mcp
 
 pytestmark = pytest.mark.django_db
-
-SECRET = "sk-live-mcp-import-secret"
-
-
-@pytest.fixture
-def shipping() -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
-
-
-@pytest.fixture
-def agent(shipping):
-    """acme's agent, and acme's upstream of kind mcp at the shipping server, with its key."""
-    agent = AgentFactory(tenant=TenantFactory(slug="acme"), name="helper")
-    credential = credential_set(
-        tenant=agent.tenant, name="shipping-key", kind="bearer", field="", value=SECRET,
-        per_subject=False, actor="test",
-    )
-    upstream_save(
-        upstream=Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=shipping.url,
-                          credential=credential),
-        actor="test",
-    )
-    return agent
-
-
-def import_mcp(*args: str) -> str:
-    out = io.StringIO()
-    call_command("import_mcp", "--tenant", "acme", "--upstream", "shipping", *args, stdout=out,
-                 stderr=io.StringIO())
-    return out.getvalue()
 
 
 def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):

@@ -250,6 +250,7 @@ TOOLHUB_ADMIN_SCOPE = "apps.tenancy.admin_scoping.admin_scope_of"
 # What /metrics computes at scrape time, besides the counters and histograms processes keep.
 TOOLHUB_METRICS_COLLECTORS = [
     "apps.ledger.metrics.LedgerCollector",
+    "apps.imports.metrics.DriftCollector",
     "toolhub.metrics.CeleryQueueCollector",
 ]
 
