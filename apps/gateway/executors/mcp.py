@@ -15,8 +15,15 @@ is made (the SDK's client cannot take EgressTransport, so it resolves the name o
 when connecting). Failures are classified like the `http` executor's: refused by policy or
 configuration → `unavailable`; nothing reached the server (connection refused, a failed
 handshake, a timeout before the call was sent) → not sent; no answer in time after sending
-→ timed out; the session broke after sending → ambiguous. A result with `isError: true` is
-the server's refusal: an `upstream_error` quoting its text as data, its content in `raw`.
+→ timed out; the session broke after sending, or a JSON-RPC error other than a refusal of
+the request itself (the SDK reports a stream that ended without an answer as one) →
+ambiguous. A result with `isError: true` is the server's refusal: an `upstream_error`
+quoting its text as data, its content in `raw`.
+
+MCP has no standard status lookup. A write carries the ledger's idempotency key in the tool
+argument the version's `idempotency_argument` names; when its outcome is unknown, the
+reconciler calls the upstream's `status_tool` with that key (reconcile_mcp, status_answer;
+docs/http-tools.md, "MCP tools", has the contract a server implements).
 """
 
 from __future__ import annotations
@@ -36,7 +43,15 @@ import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, PaginatedRequestParams, TextContent, Tool
+from mcp_types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    CallToolResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
 
 from apps.common.errors import UnavailableError, UpstreamError
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
@@ -61,6 +76,10 @@ MESSAGE_CHARS = 300
 # The SDK's defaults: a session's GET stream may stay quiet for minutes.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 SESSION_ID_HEADER = "mcp-session-id"
+# JSON-RPC errors that refuse a request before it runs; any other may come after the tool ran.
+REFUSAL_CODES = frozenset({INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS})
+# The one argument a status tool is called with.
+STATUS_ARGUMENT = "idempotency_key"
 
 SessionKey = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -235,8 +254,8 @@ async def _call_on(session: _Session, tool: str, arguments: dict[str, Any]) -> C
     raise SessionLost(session.error)
 
 
-def _endpoint(request: ExecutionRequest) -> Endpoint:
-    """The upstream the version names, as its owner sees it, with the session user's
+def _upstream(request: ExecutionRequest) -> ResolvedUpstream:
+    """The MCP server the version names, as its owner sees it, with the session user's
     credential. Refusals (no such upstream, not an MCP server, no user token) send nothing."""
     name = str(request.config.get("upstream"))
     try:
@@ -249,7 +268,7 @@ def _endpoint(request: ExecutionRequest) -> Endpoint:
         raise ExecutionRejected(exc) from None
     if upstream.kind != UpstreamKind.MCP:
         raise _unavailable(request, f"upstream {name} is an HTTP API, not an MCP server")
-    return _endpoint_of(upstream)
+    return upstream
 
 
 def _endpoint_of(upstream: ResolvedUpstream) -> Endpoint:
@@ -288,18 +307,38 @@ def _tool_error(request: ExecutionRequest, result: CallToolResult, endpoint: End
     ))
 
 
-def run_mcp(request: ExecutionRequest) -> Any:
-    endpoint = _endpoint(request)
+def _call_arguments(request: ExecutionRequest) -> dict[str, Any]:
+    """The arguments sent: the call's, and on a write the ledger's idempotency key in the
+    argument the version's `idempotency_argument` names (never the model's value)."""
+    arguments = dict(request.arguments)
+    if (name := request.config.get("idempotency_argument")) and request.idempotency_key:
+        arguments[str(name)] = request.idempotency_key
+    return arguments
+
+
+def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
+    """The session key of `endpoint` once the egress policy allows it. Raises ExecutionNotSent
+    (the host does not resolve) or ExecutionRejected (`unavailable`: the policy refuses)."""
     try:
         refusal = destination_refusal(endpoint.base_url)
     except httpcore.ConnectError as exc:
         raise ExecutionNotSent(f"could not resolve {request.tool_name}'s provider: {exc}") from None
     if refusal:
         raise _unavailable(request, refusal)
-    key = _key(endpoint)
+    return _key(endpoint)
+
+
+def _call(
+    key: SessionKey, tool: str, arguments: dict[str, Any], progress: _Progress
+) -> Coroutine[Any, Any, CallToolResult]:
+    return _on_session(key, lambda session: _call_on(session, tool, arguments), progress)
+
+
+def run_mcp(request: ExecutionRequest) -> Any:
+    endpoint = _endpoint_of(_upstream(request))
+    key = _reachable(request, endpoint)
     progress = _Progress()
-    tool, arguments = str(request.config["tool"]), dict(request.arguments)
-    coroutine = _on_session(key, lambda session: _call_on(session, tool, arguments), progress)
+    coroutine = _call(key, str(request.config["tool"]), _call_arguments(request), progress)
     try:
         result = _LOOP.submit(coroutine, timeout_s=request.timeout_s)
     except FutureTimeout:
@@ -311,7 +350,13 @@ def run_mcp(request: ExecutionRequest) -> Any:
             f"no answer from {request.tool_name}'s provider within {request.timeout_s} s"
         ) from None
     except MCPError as exc:
-        # A JSON-RPC error: the server refused the request itself (unknown tool, bad params).
+        if exc.error.code not in REFUSAL_CODES:
+            # The SDK reports a stream that broke or ended without an answer as a JSON-RPC error
+            # of its own (and a server's internal error may come after the tool ran).
+            raise ExecutionAmbiguous(
+                f"JSON-RPC error {exc.error.code} after sending: {exc.message}"
+            ) from None
+        # The server refused the request itself (unknown tool, bad params): nothing ran.
         raise ExecutionRejected(UpstreamError(
             f"{request.tool_name}'s provider refused the call: "
             f"{json.dumps(endpoint.hidden(exc.message)[:MESSAGE_CHARS], ensure_ascii=False)}",
@@ -379,5 +424,59 @@ def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
 
 
 def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
-    """MCP has no standard status lookup: uncertain calls go to triage."""
-    return ReconcileAnswer(found=None, note="an MCP tool has no status lookup", retry=False)
+    """Ask the upstream's status tool whether the write with this idempotency key was applied
+    (its answer's shape: status_answer). Asking again cannot help, so the entry goes straight
+    to triage, when the write carried no key, the upstream names no status tool, or the call
+    is refused before sending; a status tool that cannot be reached or answers something
+    unreadable is asked again later."""
+    if not request.idempotency_key or not request.config.get("idempotency_argument"):
+        return ReconcileAnswer(
+            found=None, retry=False, note="the write carried no idempotency key (the version's "
+            "executor_config names no idempotency_argument), so its server cannot be asked about it",
+        )
+    try:
+        upstream = _upstream(request)
+        key = _reachable(request, _endpoint_of(upstream))
+    except ExecutionRejected as exc:
+        return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
+    except ExecutionNotSent as exc:
+        return ReconcileAnswer(found=None, note=f"status tool not reached: {exc}")
+    if not upstream.status_tool:
+        return ReconcileAnswer(
+            found=None, retry=False, note=f"upstream {upstream.name} names no status tool to ask"
+        )
+    asked = f"the status tool {upstream.status_tool} of {upstream.name}"
+    coroutine = _call(key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, _Progress())
+    try:
+        result = _LOOP.submit(coroutine, timeout_s=request.timeout_s)
+    except FutureTimeout:
+        return ReconcileAnswer(found=None, note=f"{asked} did not answer within {request.timeout_s} s")
+    except MCPError as exc:
+        said = _endpoint_of(upstream).hidden(exc.message)[:MESSAGE_CHARS]
+        return ReconcileAnswer(found=None, note=f"{asked} was refused: {said}")
+    except SessionLost as exc:
+        return ReconcileAnswer(found=None, note=f"{asked} was not reached: {exc}")
+    except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was learnt
+        return ReconcileAnswer(found=None, note=f"{asked} was not reached: {type(_leaf(exc)).__name__}")
+    return status_answer(result, asked=asked)
+
+
+def status_answer(result: CallToolResult, *, asked: str) -> ReconcileAnswer:
+    """What a status tool's answer says: `{"found": true, "result": ...}` (the write was
+    applied; `result` is what it answered) or `{"found": false}` (the server has no write with
+    this key: it was never applied), as structured content or one text block of JSON. An
+    error result or any other shape settles nothing."""
+    if result.is_error:
+        return ReconcileAnswer(found=None, note=f"{asked} answered an error")
+    answer = result.structured_content
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    if answer is None and len(texts) == 1:
+        try:
+            answer = json.loads(texts[0])
+        except ValueError:
+            answer = None
+    if not isinstance(answer, dict) or not isinstance(answer.get("found"), bool):
+        return ReconcileAnswer(found=None, note=f'{asked} answered without a boolean "found"')
+    if answer["found"]:
+        return ReconcileAnswer(found=True, result=answer.get("result"), note=f"{asked} found the write")
+    return ReconcileAnswer(found=False, note=f"{asked} has no write with this key")
