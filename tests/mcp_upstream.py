@@ -79,7 +79,7 @@ def free_port() -> int:
 def _server(upstream: McpUpstream) -> MCPServer:
     server = MCPServer("shipping")
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def track_shipment(shipment_id: str) -> Shipment:
         """Where a shipment is."""
         return {"shipment_id": shipment_id, "status": "in transit"}

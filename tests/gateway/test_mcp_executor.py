@@ -16,6 +16,7 @@ from tests.mcp_upstream import McpUpstream, free_port, mcp_upstream
 
 pytestmark = pytest.mark.django_db
 
+
 @pytest.fixture
 def shipping() -> Iterator[McpUpstream]:
     with mcp_upstream() as running:
