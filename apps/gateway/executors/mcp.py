@@ -1,14 +1,8 @@
 """The `mcp` executor: a call becomes one `tools/call` to a tool of an MCP server upstream.
 
 The version names the upstream (of kind `mcp`: its Streamable HTTP URL and credential) and
-the upstream's tool. Calls go through the official SDK client. A handshake per call would
-cost an `initialize` round trip and a session each time, so each process keeps one open
-session per upstream URL and credential, made on first use and made again once it breaks.
-
-The SDK client is async and its sessions live in anyio task groups, which must be entered and
-left by one task: every session is held open by a task of its own on one background event
-loop (`_Loop`), and callers submit coroutines to that loop and wait for them up to the
-tool's timeout. The cache is read and written only on the loop's thread, so needs no lock.
+the upstream's tool. Calls go through the official SDK client, on one session per upstream
+URL and credential reused by every call of the process (mcp_sessions.py).
 
 The egress policy judges the URL and every address its host resolves to before a session
 is made (the SDK's client cannot take EgressTransport, so it resolves the name once more
@@ -28,20 +22,15 @@ docs/http-tools.md, "MCP tools", has the contract a server implements).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import threading
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlencode
 
 import httpcore
 import httpx2
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -68,190 +57,15 @@ from .base import (
 )
 from .egress import destination_refusal
 from .http import Endpoint
+from .mcp_sessions import LOOP, Progress, Session, SessionKey, SessionLost, call_on, leaf, on_session
 
 logger = logging.getLogger("toolhub.egress")
 
-T = TypeVar("T")
 MESSAGE_CHARS = 300
-# The SDK's defaults: a session's GET stream may stay quiet for minutes.
-_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-SESSION_ID_HEADER = "mcp-session-id"
 # JSON-RPC errors that refuse a request before it runs; any other may come after the tool ran.
 REFUSAL_CODES = frozenset({INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS})
 # The one argument a status tool is called with.
 STATUS_ARGUMENT = "idempotency_key"
-
-SessionKey = tuple[str, tuple[tuple[str, str], ...]]
-
-
-class _Loop:
-    """One event loop on a daemon thread, started on first use."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def submit(self, coroutine: Coroutine[Any, Any, T], *, timeout_s: float) -> T:
-        """The coroutine's result; FutureTimeout (the coroutine cancelled) after `timeout_s`."""
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._running())
-        try:
-            return future.result(timeout=timeout_s)
-        except FutureTimeout:
-            future.cancel()
-            raise
-
-    def _running(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                threading.Thread(target=self._loop.run_forever, name="toolhub-mcp", daemon=True).start()
-            return self._loop
-
-
-_LOOP = _Loop()
-
-
-@dataclass(eq=False)
-class _Session:
-    """An initialized client session and the task holding it open."""
-
-    client: ClientSession
-    # Set when the server answered 404 to this session's id: it no longer knows the session
-    # (restarted, or expired it) and ran nothing of that request.
-    expired: asyncio.Event
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    error: BaseException | None = None
-
-    @property
-    def usable(self) -> bool:
-        return not (self.expired.is_set() or self.stop.is_set() or self.ended.is_set())
-
-
-class SessionLost(Exception):
-    """The session broke while a call was in flight."""
-
-    def __init__(self, cause: BaseException | None) -> None:
-        super().__init__(type(cause).__name__ if cause else "session closed")
-        self.cause = cause
-
-
-# Opening or open sessions by URL and credential headers; touched only on the loop's thread.
-_SESSIONS: dict[SessionKey, asyncio.Task[_Session]] = {}
-
-
-async def _open(url: str, headers: Mapping[str, str]) -> _Session:
-    ready: asyncio.Future[_Session] = asyncio.get_running_loop().create_future()
-
-    expired = asyncio.Event()
-
-    async def on_response(response: httpx2.Response) -> None:
-        if response.status_code == 404 and SESSION_ID_HEADER in response.request.headers:
-            expired.set()
-
-    async def hold() -> None:
-        session: _Session | None = None
-        try:
-            async with (
-                httpx2.AsyncClient(
-                    headers=dict(headers), timeout=_HTTP_TIMEOUT, trust_env=False, follow_redirects=False,
-                    event_hooks={"response": [on_response]},
-                ) as http,
-                streamable_http_client(url, http_client=http) as (read, write),
-                ClientSession(read, write) as client,
-            ):
-                await client.initialize()
-                session = _Session(client, expired)
-                ready.set_result(session)
-                await session.stop.wait()
-        except Exception as exc:  # noqa: BLE001 - a broken session, whatever broke it
-            cause = _leaf(exc)
-            if not ready.done():
-                ready.set_exception(cause)
-            elif session is not None:
-                session.error = cause
-        finally:
-            if not ready.done():
-                ready.set_exception(SessionLost(None))
-            if session is not None:
-                session.ended.set()
-
-    holder = asyncio.create_task(hold())
-    try:
-        return await ready
-    finally:
-        # Keep a reference to the holder for the session's life (the loop keeps weak ones).
-        _HOLDERS.add(holder)
-        holder.add_done_callback(_HOLDERS.discard)
-
-
-_HOLDERS: set[asyncio.Task[None]] = set()
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The first error inside an exception group (anyio's task groups wrap them)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-async def _session(key: SessionKey) -> _Session:
-    """The open session for `key`: the cached one unless it broke, else a new one. Callers
-    arriving while it opens share the one handshake."""
-    task = _SESSIONS.get(key)
-    if task is None or (task.done() and (task.cancelled() or task.exception() or not task.result().usable)):
-        task = asyncio.get_running_loop().create_task(_open(key[0], dict(key[1])))
-        _SESSIONS[key] = task
-    try:
-        return await asyncio.shield(task)
-    except Exception:
-        if _SESSIONS.get(key) is task:
-            del _SESSIONS[key]
-        raise
-
-
-@dataclass
-class _Progress:
-    sent: bool = False
-
-
-async def _on_session(
-    key: SessionKey, request: Callable[[_Session], Awaitable[T]], progress: _Progress
-) -> T:
-    """`request`'s answer on the cached session; once more on a new session when the server
-    no longer knew the cached one (it ran nothing, so sending again is safe)."""
-    session = await _session(key)
-    progress.sent = True
-    try:
-        return await request(session)
-    except MCPError:
-        if not session.expired.is_set():
-            raise
-    session.stop.set()
-    progress.sent = False
-    session = await _session(key)
-    progress.sent = True
-    return await request(session)
-
-
-async def _call_on(session: _Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-    call = asyncio.ensure_future(session.client.call_tool(tool, arguments))
-    ended = asyncio.ensure_future(session.ended.wait())
-    try:
-        done, _ = await asyncio.wait({call, ended}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        ended.cancel()
-        if not call.done():
-            call.cancel()
-    if call in done:
-        try:
-            return call.result()
-        except MCPError:
-            raise
-        except Exception as exc:
-            session.stop.set()
-            raise SessionLost(_leaf(exc)) from None
-    raise SessionLost(session.error)
 
 
 def _upstream(request: ExecutionRequest) -> ResolvedUpstream:
@@ -329,18 +143,18 @@ def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
 
 
 def _call(
-    key: SessionKey, tool: str, arguments: dict[str, Any], progress: _Progress
+    key: SessionKey, tool: str, arguments: dict[str, Any], progress: Progress
 ) -> Coroutine[Any, Any, CallToolResult]:
-    return _on_session(key, lambda session: _call_on(session, tool, arguments), progress)
+    return on_session(key, lambda session: call_on(session, tool, arguments), progress)
 
 
 def run_mcp(request: ExecutionRequest) -> Any:
     endpoint = _endpoint_of(_upstream(request))
     key = _reachable(request, endpoint)
-    progress = _Progress()
+    progress = Progress()
     coroutine = _call(key, str(request.config["tool"]), _call_arguments(request), progress)
     try:
-        result = _LOOP.submit(coroutine, timeout_s=request.timeout_s)
+        result = LOOP.submit(coroutine, timeout_s=request.timeout_s)
     except FutureTimeout:
         if not progress.sent:
             raise ExecutionNotSent(
@@ -384,7 +198,7 @@ class ListingFailed(Exception):
     """The server's tools could not be listed; the message says why, for an operator."""
 
 
-async def _list_on(session: _Session) -> list[Tool]:
+async def _list_on(session: Session) -> list[Tool]:
     tools: list[Tool] = []
     cursor: str | None = None
     while True:
@@ -410,7 +224,7 @@ def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
     if refusal:
         raise ListingFailed(f"upstream {upstream.name} is refused: {refusal}")
     try:
-        tools = _LOOP.submit(_on_session(_key(endpoint), _list_on, _Progress()), timeout_s=upstream.timeout_s)
+        tools = LOOP.submit(on_session(_key(endpoint), _list_on, Progress()), timeout_s=upstream.timeout_s)
     except FutureTimeout:
         raise ListingFailed(f"upstream {upstream.name} gave no answer in {upstream.timeout_s} s") from None
     except MCPError as exc:
@@ -418,7 +232,7 @@ def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
             f"upstream {upstream.name} refused tools/list: {endpoint.hidden(exc.message)[:MESSAGE_CHARS]}"
         ) from None
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was listed
-        raise ListingFailed(f"no session with upstream {upstream.name}: {type(_leaf(exc)).__name__}") \
+        raise ListingFailed(f"no session with upstream {upstream.name}: {type(leaf(exc)).__name__}") \
             from None
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
 
@@ -446,9 +260,9 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
             found=None, retry=False, note=f"upstream {upstream.name} names no status tool to ask"
         )
     asked = f"the status tool {upstream.status_tool} of {upstream.name}"
-    coroutine = _call(key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, _Progress())
+    coroutine = _call(key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, Progress())
     try:
-        result = _LOOP.submit(coroutine, timeout_s=request.timeout_s)
+        result = LOOP.submit(coroutine, timeout_s=request.timeout_s)
     except FutureTimeout:
         return ReconcileAnswer(found=None, note=f"{asked} did not answer within {request.timeout_s} s")
     except MCPError as exc:
@@ -457,7 +271,7 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
     except SessionLost as exc:
         return ReconcileAnswer(found=None, note=f"{asked} was not reached: {exc}")
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was learnt
-        return ReconcileAnswer(found=None, note=f"{asked} was not reached: {type(_leaf(exc)).__name__}")
+        return ReconcileAnswer(found=None, note=f"{asked} was not reached: {type(leaf(exc)).__name__}")
     return status_answer(result, asked=asked)
 
 
