@@ -140,6 +140,8 @@ def mcp_tools_import_view(request: HttpRequest, upstream_id: int) -> HttpRespons
     except ImportRefused as refused:
         definitions = []
         error = f"{refused} Check the upstream's URL and credential, and that the server is running."
+        if request.method == "POST":
+            error = f"Nothing was imported. {error}"
     form = McpToolsImportForm(
         request.POST if request.method == "POST" else None, tool_names=[str(d["name"]) for d in definitions],
         asks_tenant=upstream.tenant is None,

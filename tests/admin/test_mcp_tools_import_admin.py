@@ -111,7 +111,7 @@ def test_an_unreachable_server_is_a_clear_error_on_the_page(world):
     # then
     said = "The tools of &#x27;shipping&#x27; cannot be listed: no session with upstream shipping"
     assert said in page and "that the server is running" in page
-    assert said in posted
+    assert f"Nothing was imported. {said}" in posted
     assert not ToolVersion.objects.filter(source__kind="mcp").exists()
 
 
