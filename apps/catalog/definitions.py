@@ -143,12 +143,14 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}, {"required": ["upstream"]}],
         "additionalProperties": False,
     },
-    # A tool of an MCP server upstream, called by the upstream's name for it.
+    # A tool of an MCP server upstream, called by the upstream's name for it; on writes the
+    # ledger's idempotency key goes into the tool's argument `idempotency_argument`.
     "mcp": {
         "type": "object",
         "properties": {
             "upstream": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"},
             "tool": {"type": "string", "minLength": 1, "maxLength": 128},
+            "idempotency_argument": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"},
         },
         "required": ["upstream", "tool"],
         "additionalProperties": False,
@@ -241,6 +243,10 @@ def validate_definition(
             problems := http_mapping_problems(executor_config=executor_config, known=known)
         ):
             errors["executor_config"] = problems
+        if executor == "mcp" and "executor_config" not in errors and (
+            problems := mcp_config_problems(executor_config=executor_config, known=known)
+        ):
+            errors["executor_config"] = problems
     return errors
 
 
@@ -291,6 +297,18 @@ def http_mapping_problems(*, executor_config: Mapping[str, Any], known: set[str]
     if idempotency_header.lower() in RESERVED_HEADERS:
         problems.append(f"idempotency_header cannot be {idempotency_header}: HTTP or credentials use it.")
     return problems
+
+
+def mcp_config_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:
+    """How an mcp version's config disagrees with its parameters: the argument that carries the
+    idempotency key is ToolHub's to fill, so the model must not see or fill it."""
+    argument = executor_config.get("idempotency_argument")
+    if argument in known:
+        return [
+            f"idempotency_argument {argument!r} is also a property of the parameters schema: remove it "
+            "there. ToolHub fills it with the call's idempotency key; a model never does."
+        ]
+    return []
 
 
 def platform_settings_named(*, executor: str, executor_config: Any) -> dict[str, str]:

@@ -24,12 +24,10 @@ from apps.catalog.lint import Finding
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.catalog.selectors import version_findings
 from apps.catalog.services import tool_save, version_create_draft, version_publish
-from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
-from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import Upstream, UpstreamKind
-from apps.upstreams.selectors import credential_get, upstream_for_call, upstream_get
+from apps.upstreams.selectors import credential_get, upstream_get
 from apps.upstreams.services import upstream_save
 
 from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
@@ -45,7 +43,7 @@ from .openapi import (
     first_server_url,
     parse_document,
 )
-from .selectors import tool_name_is_free, version_imported_from, version_latest
+from .selectors import mcp_tool_definitions, tool_name_is_free, version_imported_from, version_latest
 
 NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
 
@@ -336,14 +334,7 @@ def mcp_import(
     Writes tools, versions, grants, their audit events and one `mcp.import` event (none when
     nothing changed). Raises ImportRefused with nothing written.
     """
-    try:
-        resolved = upstream_for_call(tenant_id=tenant.pk, name=upstream, subject="")
-        definitions = list_mcp_tools(resolved)
-    except (UpstreamNotFound, SubjectCredentialMissing) as error:
-        raise ImportRefused(f"Tenant {tenant.slug} cannot list upstream {upstream!r}: {error.message}") \
-            from None
-    except ListingFailed as error:
-        raise ImportRefused(f"The tools of {upstream!r} cannot be listed: {error}.") from None
+    base_url, definitions = mcp_tool_definitions(tenant=tenant, upstream=upstream)
     by_name = {str(d["name"]): d for d in definitions}
     unknown = [name for name in tool_names or () if name not in by_name]
     if unknown:
@@ -369,7 +360,7 @@ def mcp_import(
                 data={"upstream": upstream, "results": {r.key: r.summary for r in results},
                       "granted": list(granted)},
             )
-    return ImportReport(upstream=upstream, base_url=resolved.base_url, title=f"the tools of {upstream}",
+    return ImportReport(upstream=upstream, base_url=base_url, title=f"the tools of {upstream}",
                         results=tuple(results), granted=granted)
 
 

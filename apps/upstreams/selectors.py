@@ -27,6 +27,8 @@ class ResolvedUpstream:
     kind: str
     base_url: str
     timeout_s: float
+    # MCP servers: the server's tool that reports a write's outcome by idempotency key, or "".
+    status_tool: str = ""
     auth_headers: dict[str, str] = field(default_factory=dict, repr=False)
     auth_query: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -102,7 +104,7 @@ def upstream_for_call(*, tenant_id: int | None, name: str, subject: str) -> Reso
         headers, query = _auth(credential, _value_for(upstream, credential, subject))
     return ResolvedUpstream(
         name=upstream.name, kind=upstream.kind, base_url=upstream.base_url, timeout_s=upstream.timeout_s,
-        auth_headers=headers, auth_query=query,
+        status_tool=upstream.status_tool, auth_headers=headers, auth_query=query,
     )
 
 

@@ -24,7 +24,8 @@ def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
 
     # then
     versions = {v.tool.name: v for v in ToolVersion.objects.select_related("tool")}
-    assert set(versions) == {"track_shipment", "list_carriers", "schedule_pickup", "cancel_shipment"}
+    assert set(versions) == {"track_shipment", "list_carriers", "schedule_pickup", "pickup_status",
+                             "vague_status", "cancel_shipment"}
     track = versions["track_shipment"]
     assert (track.status, track.executor, track.strict) == ("draft", "mcp", True)
     assert track.executor_config == {"upstream": "shipping", "tool": "track_shipment"}
@@ -40,6 +41,24 @@ def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
     assert AuditEvent.objects.filter(action="mcp.import").count() == 1
 
 
+def test_a_writes_idempotency_key_input_is_filled_by_toolhub_not_the_model(agent):
+    # when
+    import_mcp("--tools", "schedule_pickup,pickup_status")
+
+    # then: the write's key argument left the model's schema and is named in the config
+    pickup = ToolVersion.objects.get(tool__name="schedule_pickup")
+    assert pickup.side_effect == "write"
+    assert pickup.executor_config == {
+        "upstream": "shipping", "tool": "schedule_pickup", "idempotency_argument": "idempotency_key"
+    }
+    assert list(pickup.parameters["properties"]) == ["shipment_id"]
+    assert pickup.parameters["required"] == ["shipment_id"]
+    # a readonly tool's argument of that name is the model's to fill
+    status = ToolVersion.objects.get(tool__name="pickup_status")
+    assert (status.side_effect, status.executor_config.get("idempotency_argument")) == ("readonly", None)
+    assert list(status.parameters["properties"]) == ["idempotency_key"]
+
+
 def test_a_reimport_of_an_unchanged_server_makes_nothing(agent):
     # given
     import_mcp()
@@ -48,7 +67,7 @@ def test_a_reimport_of_an_unchanged_server_makes_nothing(agent):
     printed = import_mcp()
 
     # then
-    assert ToolVersion.objects.count() == 4
+    assert ToolVersion.objects.count() == 6
     assert "track_shipment: unchanged" in printed
     assert AuditEvent.objects.filter(action="mcp.import").count() == 1
 
