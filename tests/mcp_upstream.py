@@ -59,8 +59,9 @@ class McpUpstream:
     answer_delay_s: float = 0.0
     state_file: Path | None = None
     server: MCPServer | None = None
-    # The function behind each listed tool, so a test can list it differently.
+    # The function and annotations behind each listed tool, so a test can list it differently.
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    annotations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def load(self) -> None:
         if self.state_file is not None and self.state_file.exists():
@@ -86,19 +87,26 @@ class McpUpstream:
         self._mcp().add_tool(function, name=name, description=description,
                              annotations=ToolAnnotations(**annotations) if annotations else None)
         self.functions[name] = function
+        self.annotations[name] = annotations or {}
 
     def remove_tool(self, name: str) -> None:
         self._mcp().remove_tool(name)
         self.functions.pop(name, None)
+        self.annotations.pop(name, None)
 
     def change_tool(self, name: str, *, description: str | None = None,
                     annotations: dict[str, Any] | None = None,
                     function: Callable[..., Any] | None = None) -> None:
         """List the tool `name` with another description, annotations, or input schema (that of
-        `function`, which then serves it)."""
+        `function`, which then serves it); what is not given stays as it was."""
         replacement = function or self.functions[name]
+        kept = self.annotations[name] if annotations is None else annotations
         self.remove_tool(name)
-        self.add_tool(replacement, name=name, description=description, annotations=annotations)
+        self.add_tool(replacement, name=name, description=description, annotations=kept)
+
+
+READ_ONLY: dict[str, Any] = {"readOnlyHint": True}
+PICKUP: dict[str, Any] = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True}
 
 
 def free_port() -> int:
@@ -111,7 +119,7 @@ def _server(upstream: McpUpstream) -> MCPServer:
     server = MCPServer("shipping")
     upstream.server = server
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(annotations=ToolAnnotations(**READ_ONLY))
     def track_shipment(shipment_id: str) -> Shipment:
         """Where a shipment is."""
         return {"shipment_id": shipment_id, "status": "in transit"}
@@ -121,7 +129,7 @@ def _server(upstream: McpUpstream) -> MCPServer:
         """The carriers, as plain content."""
         return ["dhl", "ups"]
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True))
+    @server.tool(annotations=ToolAnnotations(**PICKUP))
     def schedule_pickup(shipment_id: str, idempotency_key: str | None = None) -> Pickup:
         """Book a courier pickup for a shipment. A second call with the same idempotency key
         books nothing and answers the first booking."""
@@ -138,14 +146,14 @@ def _server(upstream: McpUpstream) -> MCPServer:
         time.sleep(upstream.answer_delay_s)
         return pickup
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(annotations=ToolAnnotations(**READ_ONLY))
     def pickup_status(idempotency_key: str) -> dict[str, Any]:
         """Whether the pickup booked with this idempotency key exists (ToolHub's status tool)."""
         if idempotency_key in upstream.booked:
             return {"found": True, "result": upstream.booked[idempotency_key]}
         return {"found": False}
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    @server.tool(annotations=ToolAnnotations(**READ_ONLY))
     def vague_status(idempotency_key: str) -> str:
         """A status tool that does not answer in the expected shape."""
         return "probably fine"
@@ -158,6 +166,9 @@ def _server(upstream: McpUpstream) -> MCPServer:
     upstream.functions.update(
         track_shipment=track_shipment, list_carriers=list_carriers, schedule_pickup=schedule_pickup,
         pickup_status=pickup_status, vague_status=vague_status, cancel_shipment=cancel_shipment,
+    )
+    upstream.annotations.update(
+        track_shipment=READ_ONLY, schedule_pickup=PICKUP, pickup_status=READ_ONLY, vague_status=READ_ONLY
     )
     return server
 

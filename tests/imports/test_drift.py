@@ -100,7 +100,7 @@ def test_tools_listed_but_imported_as_drafts_only_are_not_added(agent, shipping)
 
     # then
     assert not DriftFinding.objects.exists()
-    assert printed.strip() == "acme/shipping: no new drift (4 tools listed, 2 published pinned)."
+    assert printed.strip() == "acme/shipping: no new drift (6 tools listed, 2 published pinned)."
 
 
 def test_an_unchanged_server_drifts_nothing(published, shipping):
@@ -108,7 +108,7 @@ def test_an_unchanged_server_drifts_nothing(published, shipping):
 
     assert not DriftFinding.objects.exists()
     assert not AuditEvent.objects.filter(action__startswith="drift_finding").exists()
-    assert printed.strip() == "acme/shipping: no new drift (4 tools listed, 2 published pinned)."
+    assert printed.strip() == "acme/shipping: no new drift (6 tools listed, 2 published pinned)."
     assert Upstream.objects.get(name="shipping").last_synced_at is not None
 
 
@@ -124,7 +124,7 @@ def test_a_rerun_with_nothing_changed_adds_nothing(published, shipping):
     assert DriftFinding.objects.count() == 1
     assert AuditEvent.objects.filter(action__startswith="drift_finding").count() == 1
     assert printed.strip() == (
-        "acme/shipping: no new drift (4 tools listed, 2 published pinned); 1 open finding(s) await review."
+        "acme/shipping: no new drift (6 tools listed, 2 published pinned); 1 open finding(s) await review."
     )
 
 

@@ -227,7 +227,9 @@ def drift_gauge(client) -> dict[str, float]:
 def test_metrics_count_open_findings_per_upstream(api, shipping, client):
     assert drift_gauge(client) == {"acme/shipping": 0}
 
-    shipping.change_tool("track_shipment", description=CHANGED, annotations={"readOnlyHint": True})
+    shipping.change_tool(
+        "track_shipment", description=CHANGED, annotations={"readOnlyHint": True, "openWorldHint": True}
+    )
     sync_upstreams()
     assert drift_gauge(client) == {"acme/shipping": 2}
 
