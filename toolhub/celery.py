@@ -18,6 +18,8 @@ app.autodiscover_tasks()
 app.conf.beat_schedule = {
     "ledger-sweep": {"task": "ledger.sweep", "schedule": 15.0},
     "ledger-reconcile-due": {"task": "ledger.reconcile_due", "schedule": 10.0},
+    "logs-create-partitions": {"task": "audit.create_partitions", "schedule": 3600.0},
+    "logs-apply-retention": {"task": "audit.apply_retention", "schedule": 3600.0},
 }
 
 

@@ -1,0 +1,52 @@
+"""The logs' retention figures for /metrics, computed at scrape time (settings.TOOLHUB_METRICS_COLLECTORS).
+
+toolhub_log_oldest_kept_day{log} is a unix timestamp (midnight UTC of the oldest day with
+rows), so an alert compares it with time(): `time() - toolhub_log_oldest_kept_day{log=
+"invocations"} > 32 * 86400` says retention stopped running. Each figure is one indexed
+query under a statement timeout; when the database does not answer they are left out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from django.db import DatabaseError, InterfaceError, connection, transaction
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from .partitions import LOGS, default_partition_rows, oldest_kept_day
+
+logger = logging.getLogger("toolhub.metrics")
+
+_QUERY_TIMEOUT_MS = 2000
+
+
+class LogRetentionCollector:
+    """toolhub_log_oldest_kept_day{log}, toolhub_log_default_partition_rows{log}."""
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(f"SET LOCAL statement_timeout = {_QUERY_TIMEOUT_MS}")
+                figures = [(log.name, oldest_kept_day(log), default_partition_rows(log)) for log in LOGS]
+        except (DatabaseError, InterfaceError) as exc:
+            logger.warning("log retention figures left out of this scrape: %s", type(exc).__name__)
+            return
+        oldest = GaugeMetricFamily(
+            "toolhub_log_oldest_kept_day",
+            "Midnight UTC (unix time) of the oldest day the log still holds; absent when the log is empty.",
+            labels=["log"],
+        )
+        default = GaugeMetricFamily(
+            "toolhub_log_default_partition_rows",
+            "Rows in the log's default partition: their time had no partition (0 off PostgreSQL).",
+            labels=["log"],
+        )
+        for name, day, rows in figures:
+            if day is not None:
+                oldest.add_metric([name], day.timestamp())
+            default.add_metric([name], rows)
+        yield oldest
+        yield default
