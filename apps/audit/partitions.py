@@ -106,6 +106,7 @@ class RetentionReport:
     log: str
     retention_days: int
     cutoff: datetime
+    partitioned: bool
     dropped: list[str] = field(default_factory=list)
     deleted_rows: int = 0
 
@@ -121,9 +122,9 @@ def apply_retention(*, now: datetime | None = None, dry_run: bool = False) -> li
     now = now or timezone.now()
     reports = []
     for log in LOGS:
-        report = RetentionReport(log.name, log.retention_days, retention_cutoff(log, now))
+        report = RetentionReport(log.name, log.retention_days, retention_cutoff(log, now), partitioned())
         reports.append(report)
-        if partitioned():
+        if report.partitioned:
             with connection.cursor() as cursor:
                 past = [
                     p

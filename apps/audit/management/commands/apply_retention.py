@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from apps.audit.partitions import LOGS, apply_retention, partitioned
+from apps.audit.partitions import LOGS, apply_retention
 
 
 class Command(BaseCommand):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
         verb = "would drop" if dry_run else "dropped"
         for log, report in zip(LOGS, apply_retention(dry_run=dry_run), strict=True):
             head = f"{log.table} (keeps {report.retention_days} days, from {report.cutoff:%Y-%m-%d}):"
-            if partitioned():
+            if report.partitioned:
                 self.stdout.write(f"{head} {verb} {', '.join(report.dropped) or 'nothing'}")
             else:
                 self.stdout.write(
