@@ -13,6 +13,7 @@ touches it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -65,16 +66,20 @@ class CreateReport:
 
 
 def create_ahead(
-    *, today: date | None = None, ahead_days: int | None = None, back_days: int = 0
+    *,
+    today: date | None = None,
+    ahead_days: int | None = None,
+    back_days: int = 0,
+    logs: Sequence[TimeLog] = LOGS,
 ) -> list[CreateReport]:
-    """Create the missing partitions from `back_days` ago to `ahead_days` ahead (both logs),
-    and count the rows the default partitions hold (rows no partition covered: to look at)."""
+    """Create the missing partitions from `back_days` ago to `ahead_days` ahead (of each of
+    `logs`), and count the rows the default partitions hold (rows no partition covered)."""
     today = today or timezone.now().date()
     ahead = settings.TOOLHUB_LOG_PARTITIONS_AHEAD_DAYS if ahead_days is None else ahead_days
-    reports = [CreateReport(log.name) for log in LOGS]
+    reports = [CreateReport(log.name) for log in logs]
     if not partitioned():
         return reports
-    for log, report in zip(LOGS, reports, strict=True):
+    for log, report in zip(logs, reports, strict=True):
         starts = sorted(
             {
                 partitioning.period_start(today + timedelta(days=n), log.period_days)

@@ -18,10 +18,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE, AFTER = [("audit", "0003_admin_filter_indexes")], [("audit", "0004_partition_logs_by_time")]
 
 
-def migrate(targets: list[tuple[str, str]]) -> None:
+def migrate(targets: list[tuple[str, str]] | None = None) -> None:
+    """To `targets`, or to the latest migration of every app."""
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
-    executor.migrate(targets)
+    executor.migrate(targets or executor.loader.graph.leaf_nodes())
 
 
 def rows(table: str) -> list[tuple]:
@@ -88,4 +89,4 @@ def test_existing_rows_are_moved_into_partitions_of_their_time_and_back():
         assert [pk for pk, _ in rows("audit_invocation")] == [*(pk for pk, _ in invocations_before), new.pk]
         assert AuditEvent.objects.count() == 4
     finally:
-        migrate(AFTER)
+        migrate()
