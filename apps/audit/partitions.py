@@ -13,12 +13,14 @@ touches it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import OperationalError, connection, models, transaction
 from django.db.models import Min
 from django.utils import timezone
 
@@ -47,7 +49,7 @@ class TimeLog:
         return int(getattr(settings, self.retention_setting))
 
 
-# The periods are those of migration audit 0004; why day and week: docs/operations-logs.md.
+# The periods are those of migration audit 0004; why day and week: docs/log-partitions.md.
 LOGS = (
     TimeLog("invocations", Invocation, "created_at", 1, "TOOLHUB_INVOCATION_LOG_RETENTION_DAYS"),
     TimeLog("audit", AuditEvent, "at", 7, "TOOLHUB_AUDIT_RETENTION_DAYS"),
@@ -87,9 +89,14 @@ def create_ahead(
             }
         )
         for start in starts:
-            with transaction.atomic(), connection.cursor() as cursor:
-                if partitioning.create_partition(cursor, log.table, log.period_days, start):
-                    report.created.append(partitioning.partition_name(log.table, start))
+            try:
+                with _ddl() as cursor:
+                    if partitioning.create_partition(cursor, log.table, log.period_days, start):
+                        report.created.append(partitioning.partition_name(log.table, start))
+            except OperationalError as exc:
+                logger.warning(
+                    "partition of %s from %s not created this time: %s", log.table, start, _first_line(exc)
+                )
         with connection.cursor() as cursor:
             report.default_rows = partitioning.default_partition_rows(cursor, log.table)
         if report.created:
@@ -113,6 +120,7 @@ class RetentionReport:
     cutoff: datetime
     partitioned: bool
     dropped: list[str] = field(default_factory=list)
+    postponed: list[str] = field(default_factory=list)  # their table stayed locked: next run
     deleted_rows: int = 0
 
 
@@ -130,17 +138,7 @@ def apply_retention(*, now: datetime | None = None, dry_run: bool = False) -> li
         report = RetentionReport(log.name, log.retention_days, retention_cutoff(log, now), partitioned())
         reports.append(report)
         if report.partitioned:
-            with connection.cursor() as cursor:
-                past = [
-                    p
-                    for p in partitioning.partitions_of(cursor, log.table)
-                    if p.end and p.end <= report.cutoff
-                ]
-            for partition in past:
-                if not dry_run:
-                    with transaction.atomic(), connection.cursor() as cursor:
-                        partitioning.drop_partition(cursor, log.table, partition.name)
-                report.dropped.append(partition.name)
+            _drop_past_partitions(log, report, dry_run=dry_run)
         else:
             old = log.model._default_manager.filter(**{f"{log.column}__lt": report.cutoff})
             report.deleted_rows = old.count() if dry_run else old.delete()[0]
@@ -155,6 +153,46 @@ def apply_retention(*, now: datetime | None = None, dry_run: bool = False) -> li
                 else f"deleted {report.deleted_rows} rows",
             )
     return reports
+
+
+def _drop_past_partitions(log: TimeLog, report: RetentionReport, *, dry_run: bool) -> None:
+    with connection.cursor() as cursor:
+        past = [p for p in partitioning.partitions_of(cursor, log.table) if p.end and p.end <= report.cutoff]
+    for partition in past:
+        if dry_run:
+            report.dropped.append(partition.name)
+            continue
+        try:
+            with _ddl() as cursor:
+                partitioning.drop_partition(cursor, log.table, partition.name)
+        except OperationalError as exc:
+            report.postponed.append(partition.name)
+            logger.warning(
+                "retention of %s postponed %s to its next run: %s",
+                log.table,
+                partition.name,
+                _first_line(exc),
+            )
+        else:
+            report.dropped.append(partition.name)
+
+
+# Dropping a partition locks its table (ACCESS EXCLUSIVE) for a moment, but waiting for that
+# lock behind a long query would queue every log write behind the wait: give up instead,
+# and let the next hourly run try again.
+LOCK_TIMEOUT_MS = 5000
+
+
+@contextmanager
+def _ddl() -> Iterator[Any]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL lock_timeout = {int(LOCK_TIMEOUT_MS)}")
+        yield cursor
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def oldest_kept_day(log: TimeLog) -> datetime | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -224,3 +225,22 @@ def test_the_invocation_list_estimates_its_size_from_the_partitions(monkeypatch)
     paginator = EstimatedCountPaginator(Invocation.objects.order_by("-created_at"), 100)
 
     assert (paginator.count, paginator.estimated) == (12, True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retention_gives_way_to_a_session_holding_the_log_and_drops_on_the_next_run(monkeypatch, settings):
+    monkeypatch.setattr("apps.audit.partitions.LOCK_TIMEOUT_MS", 300)
+    settings.TOOLHUB_INVOCATION_LOG_RETENTION_DAYS = 30
+    create_ahead(back_days=33, logs=[LOGS[0]])
+    past = partitioning.partition_name("audit_invocation", timezone.now().date() - timedelta(days=33))
+
+    with psycopg.connect(**connection.get_connection_params()) as reader:
+        reader.execute("SELECT count(*) FROM audit_invocation")  # a long report, still open
+        out = StringIO()
+        call_command("apply_retention", stdout=out)
+        assert past in apply_retention()[0].postponed
+        assert past in partition_names("audit_invocation")
+        assert past in out.getvalue() and "stayed locked by other sessions" in out.getvalue()
+
+    assert past in apply_retention()[0].dropped
+    assert past not in partition_names("audit_invocation")

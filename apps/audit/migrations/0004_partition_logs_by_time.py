@@ -1,6 +1,6 @@
 """On PostgreSQL, the invocation log (by day) and the audit events (by week) become tables
 partitioned by range of their timestamp, with their rows; other databases keep plain tables.
-Why day and week: docs/operations-logs.md."""
+Why day and week: docs/log-partitions.md."""
 
 from django.db import migrations
 

@@ -25,6 +25,13 @@ class Command(BaseCommand):
             head = f"{log.table} (keeps {report.retention_days} days, from {report.cutoff:%Y-%m-%d}):"
             if report.partitioned:
                 self.stdout.write(f"{head} {verb} {', '.join(report.dropped) or 'nothing'}")
+                if report.postponed:
+                    self.stdout.write(
+                        self.style.WARNING(
+                            f"{log.table}: {', '.join(report.postponed)} stayed locked by other sessions; "
+                            "run again later (the hourly job will)"
+                        )
+                    )
             else:
                 self.stdout.write(
                     f"{head} {'would delete' if dry_run else 'deleted'} {report.deleted_rows} rows"
