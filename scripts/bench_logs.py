@@ -45,8 +45,10 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from apps.audit import partitioning  # noqa: E402
+from apps.audit.models import Invocation  # noqa: E402
 from apps.audit.partitions import LOGS, apply_retention, create_ahead  # noqa: E402
 from apps.catalog.models import ToolVersion  # noqa: E402
+from apps.common.db import bulk_append  # noqa: E402
 from apps.tenancy.models import Agent, StaffScope, Tenant  # noqa: E402
 
 INVOCATIONS, AUDIT = LOGS
@@ -294,12 +296,54 @@ def time_retention() -> None:
         print(f"by week instead: dropped {len(past)} partitions in {time.perf_counter() - started:.2f} s")
 
 
+def time_log_writer(rounds: int = 5, batches: int = 20) -> None:
+    """The invocation log's writer (bulk_append: a COPY per batch of 500 rows) into the
+    partitioned table and into a plain table with the same columns and indexes, in turns."""
+    run("DROP TABLE IF EXISTS bench_invocation_plain")
+    run("CREATE TABLE bench_invocation_plain (LIKE audit_invocation INCLUDING ALL)")
+    agent = Agent.objects.select_related("tenant").first()
+    envelope = {"status": "ok", "data": [{"order_id": "ORD-000001", "total": "12.50"}] * 3}
+    samples: dict[str, list[float]] = {"audit_invocation": [], "bench_invocation_plain": []}
+    meta = Invocation._meta
+    try:
+        for round_ in range(rounds):
+            for table, timings in samples.items():
+                # bulk_append writes to the model's table: point it at each shape in turn.
+                meta.db_table = table
+                for n in range(batches):
+                    rows = [
+                        Invocation(
+                            tenant=agent.tenant,
+                            agent=agent,
+                            task_id=f"w{round_}-{n}",
+                            call_id=f"c{i}",
+                            tool_name="search_orders",
+                            status="ok",
+                            latency_ms=3.0,
+                            envelope=envelope,
+                        )
+                        for i in range(500)
+                    ]
+                    started = time.perf_counter()
+                    bulk_append(rows)
+                    timings.append((time.perf_counter() - started) * 1000)
+    finally:
+        meta.db_table = "audit_invocation"
+    print(f"\nthe log writer, a COPY of 500 rows ({rounds} turns of {batches} batches each, median):")
+    for table, timings in samples.items():
+        print(
+            f"  into {table}: {statistics.median(timings):.1f} ms per batch, "
+            f"{statistics.median(timings) / 500 * 1000:.0f} µs per row"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--invocations", type=int, default=10_000_000)
     parser.add_argument("--audit", type=int, default=1_000_000)
     parser.add_argument("--compare-periods", action="store_true")
     parser.add_argument("--retention", action="store_true")
+    parser.add_argument("--writer", action="store_true", help="time the log writer: partitioned vs plain")
     args = parser.parse_args()
     name = connection.settings_dict["NAME"]
     if connection.vendor != "postgresql" or "bench" not in name:
@@ -312,6 +356,8 @@ def main() -> None:
     fill("audit_invocation", FILL_INVOCATIONS, args.invocations, targets)
     fill("audit_auditevent", FILL_AUDIT, args.audit, targets)
     log_sql = time_pages()
+    if args.writer:
+        time_log_writer()
     if args.compare_periods:
         compare_periods(log_sql)
     if args.retention:

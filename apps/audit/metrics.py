@@ -2,8 +2,10 @@
 
 toolhub_log_oldest_kept_day{log} is a unix timestamp (midnight UTC of the oldest day with
 rows), so an alert compares it with time(): `time() - toolhub_log_oldest_kept_day{log=
-"invocations"} > 32 * 86400` says retention stopped running. Each figure is one indexed
-query under a statement timeout; when the database does not answer they are left out.
+"invocations"} > 32 * 86400` says retention stopped running. All figures come from one
+statement of indexed lookups (the minimum of each log's time index, the count of each
+small default partition) under a statement timeout; when the database does not answer
+they are left out.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterator
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from .partitions import LOGS, default_partition_rows, oldest_kept_day
+from .partitions import log_figures
 
 logger = logging.getLogger("toolhub.metrics")
 
@@ -30,7 +32,7 @@ class LogRetentionCollector:
                 if connection.vendor == "postgresql":
                     with connection.cursor() as cursor:
                         cursor.execute(f"SET LOCAL statement_timeout = {_QUERY_TIMEOUT_MS}")
-                figures = [(log.name, oldest_kept_day(log), default_partition_rows(log)) for log in LOGS]
+                figures = log_figures()
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("log retention figures left out of this scrape: %s", type(exc).__name__)
             return
@@ -44,9 +46,9 @@ class LogRetentionCollector:
             "Rows in the log's default partition: their time had no partition (0 off PostgreSQL).",
             labels=["log"],
         )
-        for name, day, rows in figures:
-            if day is not None:
-                oldest.add_metric([name], day.timestamp())
-            default.add_metric([name], rows)
+        for log in figures:
+            if log.oldest_kept_day is not None:
+                oldest.add_metric([log.log], log.oldest_kept_day.timestamp())
+            default.add_metric([log.log], log.default_partition_rows)
         yield oldest
         yield default

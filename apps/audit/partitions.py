@@ -195,14 +195,32 @@ def _first_line(exc: Exception) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def oldest_kept_day(log: TimeLog) -> datetime | None:
-    """Midnight UTC of the oldest day the log still holds rows of; None when it is empty."""
-    oldest = log.model._default_manager.aggregate(oldest=Min(log.column))["oldest"]
-    return partitioning.midnight(oldest.astimezone(partitioning.UTC).date()) if oldest else None
+@dataclass(frozen=True)
+class LogFigures:
+    log: str
+    oldest_kept_day: datetime | None  # midnight UTC of the oldest day with rows; None: empty
+    default_partition_rows: int  # 0 off PostgreSQL
 
 
-def default_partition_rows(log: TimeLog) -> int:
-    if not partitioned():
-        return 0
-    with connection.cursor() as cursor:
-        return partitioning.default_partition_rows(cursor, log.table)
+def log_figures() -> list[LogFigures]:
+    """Each log's oldest kept day and default partition rows; one statement on PostgreSQL."""
+    if partitioned():
+        parts = []
+        for log in LOGS:
+            default = connection.ops.quote_name(partitioning.default_partition_name(log.table))
+            table, column = connection.ops.quote_name(log.table), connection.ops.quote_name(log.column)
+            parts.append(f"(SELECT min({column}) FROM {table}), (SELECT count(*) FROM {default})")
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {', '.join(parts)}")
+            row = cursor.fetchone()
+        values = [(row[2 * n], int(row[2 * n + 1])) for n in range(len(LOGS))]
+    else:
+        values = [(log.model._default_manager.aggregate(oldest=Min(log.column))["oldest"], 0) for log in LOGS]
+    return [
+        LogFigures(
+            log.name,
+            partitioning.midnight(oldest.astimezone(partitioning.UTC).date()) if oldest else None,
+            rows,
+        )
+        for log, (oldest, rows) in zip(LOGS, values, strict=True)
+    ]

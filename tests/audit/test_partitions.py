@@ -21,6 +21,7 @@ from apps.ledger.models import LedgerEntry
 from tests.admin.conftest import build_tenant_world
 from tests.factories import AgentFactory
 from tests.ops.test_metrics import scrape, value
+from toolhub.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 
@@ -117,6 +118,20 @@ def test_the_default_partition_catches_a_row_out_of_range_and_is_reported(client
         assert partitioning.create_partition(cursor, "audit_invocation", 1, datetime(2001, 2, 3).date())
     assert partition_of(Invocation, stray.pk) == "audit_invocation_p20010203"
     assert Invocation.objects.get(pk=stray.pk).call_id == stray.call_id
+
+
+def test_beat_runs_both_jobs_every_hour_and_they_report_what_they_did(settings):
+    settings.TOOLHUB_INVOCATION_LOG_RETENTION_DAYS = 30
+    create_ahead(back_days=32, logs=[LOGS[0]])
+    connection.cursor().execute("SET CONSTRAINTS ALL IMMEDIATE")
+    jobs = {entry["task"]: entry["schedule"] for entry in celery_app.conf.beat_schedule.values()}
+    assert jobs["audit.create_partitions"] == jobs["audit.apply_retention"] == 3600.0
+
+    # Workers import every app's tasks module at start (autodiscover_tasks).
+    from apps.audit.tasks import apply_retention_task, create_partitions_task
+
+    assert apply_retention_task.apply().get() == {"invocations": 2, "audit": 0}
+    assert create_partitions_task.apply().get() == {"invocations": 0, "audit": 0}
 
 
 def test_create_partitions_is_idempotent_and_says_what_it_did():

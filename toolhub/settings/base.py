@@ -218,7 +218,7 @@ TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_
 # Write the invocation log inline instead of from a background thread (tests).
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
 # Days of invocation log and audit events kept: older partitions are dropped whole (PostgreSQL),
-# older rows deleted (SQLite). Partitions are created this many days ahead (docs/operations-logs.md).
+# older rows deleted (SQLite). Partitions are created this many days ahead (docs/log-partitions.md).
 TOOLHUB_INVOCATION_LOG_RETENTION_DAYS = env.int("TOOLHUB_INVOCATION_LOG_RETENTION_DAYS", default=30)
 TOOLHUB_AUDIT_RETENTION_DAYS = env.int("TOOLHUB_AUDIT_RETENTION_DAYS", default=400)
 TOOLHUB_LOG_PARTITIONS_AHEAD_DAYS = env.int("TOOLHUB_LOG_PARTITIONS_AHEAD_DAYS", default=7)
