@@ -215,7 +215,7 @@ def time_pages() -> dict[str, list[str]]:
 def copy_partitioned_by(table: str, column: str, period_days: int, days_back: int) -> str:
     """A copy of `table`, partitioned by `period_days` instead, with the same rows and indexes."""
     other = f"bench_{table}_by_{period_days}d"
-    if partitioning.to_regclass(connection.cursor(), other):
+    if partitioning.table_exists(connection.cursor(), other):
         return other
     started = time.perf_counter()
     run(
@@ -283,7 +283,7 @@ def time_retention() -> None:
         f"({report.cutoff:%Y-%m-%d} and before) in {elapsed:.2f} s"
     )
     weekly = "bench_audit_invocation_by_7d"
-    if partitioning.to_regclass(connection.cursor(), weekly):
+    if partitioning.table_exists(connection.cursor(), weekly):
         past = [
             p
             for p in partitioning.partitions_of(connection.cursor(), weekly)

@@ -48,12 +48,6 @@ def default_partition_name(table: str) -> str:
     return f"{table}_default"
 
 
-def is_partitioned(cursor: Cursor, table: str) -> bool:
-    cursor.execute("SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", [table])
-    row = cursor.fetchone()
-    return row is not None and row[0] == "p"
-
-
 def partitions_of(cursor: Cursor, table: str) -> list[Partition]:
     """The table's partitions, oldest first, the default partition last."""
     cursor.execute(
@@ -82,7 +76,7 @@ def create_partition(cursor: Cursor, table: str, period_days: int, start: date) 
     name, default = partition_name(table, start), default_partition_name(table)
     column = _partition_column(cursor, table)
     cursor.execute(f'CREATE TABLE "{name}" (LIKE "{table}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
-    if to_regclass(cursor, default):
+    if table_exists(cursor, default):
         cursor.execute(
             f'WITH moved AS (DELETE FROM "{default}" WHERE "{column}" >= %s AND "{column}" < %s '
             f'RETURNING *) INSERT INTO "{name}" SELECT * FROM moved',
@@ -101,13 +95,13 @@ def drop_partition(cursor: Cursor, table: str, name: str) -> None:
 
 def default_partition_rows(cursor: Cursor, table: str) -> int:
     default = default_partition_name(table)
-    if not to_regclass(cursor, default):
+    if not table_exists(cursor, default):
         return 0
     cursor.execute(f'SELECT count(*) FROM "{default}"')
     return int(cursor.fetchone()[0])
 
 
-def to_regclass(cursor: Cursor, name: str) -> bool:
+def table_exists(cursor: Cursor, name: str) -> bool:
     cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
     return bool(cursor.fetchone()[0])
 
