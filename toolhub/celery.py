@@ -20,6 +20,8 @@ app.conf.beat_schedule = {
     "ledger-reconcile-due": {"task": "ledger.reconcile_due", "schedule": 10.0},
     "dashboards-rollup-invocations": {"task": "dashboards.rollup_invocations", "schedule": 300.0},
     "upstreams-sync-due": {"task": "upstreams.sync_due", "schedule": 60.0},
+    "logs-create-partitions": {"task": "audit.create_partitions", "schedule": 3600.0},
+    "logs-apply-retention": {"task": "audit.apply_retention", "schedule": 3600.0},
 }
 
 

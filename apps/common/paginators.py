@@ -1,8 +1,9 @@
 """A changelist paginator that never counts a million rows on a page load.
 
 Unfiltered, a big table's size is PostgreSQL's own estimate (pg_class.reltuples, kept by
-autovacuum/ANALYZE); filtered, rows are counted only up to a cap. Either way the page
-costs an index range scan at most `COUNT_CAP` rows long.
+autovacuum/ANALYZE; for a partitioned table, the sum of its partitions'); filtered, rows are
+counted only up to a cap. Either way the page costs an index range scan at most `COUNT_CAP`
+rows long.
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ def _table_estimate(queryset: QuerySet) -> int | None:
     if connection.vendor != "postgresql":
         return None
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
-                       [queryset.model._meta.db_table])
+        # autovacuum never analyzes a partitioned table itself, only its partitions (which
+        # are -1 until their first ANALYZE).
+        cursor.execute(
+            "SELECT CASE WHEN c.relkind = 'p' THEN (SELECT sum(greatest(p.reltuples, 0)) FROM pg_inherits i "
+            "JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = c.oid) ELSE c.reltuples END::bigint "
+            "FROM pg_class c WHERE c.oid = %s::regclass",
+            [queryset.model._meta.db_table],
+        )
         row = cursor.fetchone()
     return int(row[0]) if row and row[0] >= 0 else None

@@ -235,6 +235,11 @@ TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_
 TOOLHUB_ROLLUP_REROLL_HOURS = env.int("TOOLHUB_ROLLUP_REROLL_HOURS", default=2)
 # Write the invocation log inline instead of from a background thread (tests).
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
+# Days of invocation log and audit events kept: older partitions are dropped whole (PostgreSQL),
+# older rows deleted (SQLite). Partitions are created this many days ahead (docs/log-partitions.md).
+TOOLHUB_INVOCATION_LOG_RETENTION_DAYS = env.int("TOOLHUB_INVOCATION_LOG_RETENTION_DAYS", default=30)
+TOOLHUB_AUDIT_RETENTION_DAYS = env.int("TOOLHUB_AUDIT_RETENTION_DAYS", default=400)
+TOOLHUB_LOG_PARTITIONS_AHEAD_DAYS = env.int("TOOLHUB_LOG_PARTITIONS_AHEAD_DAYS", default=7)
 
 # One JSON object per line with the request or task id (apps/common/logs.py); LOG_FORMAT=plain
 # for a terminal. Celery workers and gunicorn use the same configuration. Read from the
@@ -251,6 +256,7 @@ TOOLHUB_ADMIN_SCOPE = "apps.tenancy.admin_scoping.admin_scope_of"
 TOOLHUB_METRICS_COLLECTORS = [
     "apps.ledger.metrics.LedgerCollector",
     "apps.imports.metrics.DriftCollector",
+    "apps.audit.metrics.LogRetentionCollector",
     "toolhub.metrics.CeleryQueueCollector",
 ]
 
