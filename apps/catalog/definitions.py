@@ -143,12 +143,14 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}, {"required": ["upstream"]}],
         "additionalProperties": False,
     },
-    # A tool of an MCP server upstream, called by the upstream's name for it.
+    # A tool of an MCP server upstream, called by the upstream's name for it; on writes the
+    # ledger's idempotency key goes into the tool's argument `idempotency_argument`.
     "mcp": {
         "type": "object",
         "properties": {
             "upstream": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"},
             "tool": {"type": "string", "minLength": 1, "maxLength": 128},
+            "idempotency_argument": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"},
         },
         "required": ["upstream", "tool"],
         "additionalProperties": False,
