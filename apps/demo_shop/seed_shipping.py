@@ -50,19 +50,23 @@ def _seed_upstream(tenant: Tenant, actor: str) -> None:
 
 
 def _reviewed(version: ToolVersion, actor: str) -> ToolVersion:
-    """What a curator does with an imported draft before publishing it: the write's
-    idempotency key argument becomes ToolHub's to fill."""
+    """What a curator does with an imported draft before publishing it: a shipment id the
+    model sends as " shp-000042" is made canonical, and the write's idempotency key argument
+    becomes ToolHub's to fill."""
+    notes = []
+    if "shipment_id" in version.parameters["properties"]:
+        version.normalizers = {**version.normalizers, "shipment_id": ["trim", "upper"]}
+        notes.append("shipment_id trimmed and upper-cased")
     if version.tool.name == WRITE_TOOL:
         parameters = copy.deepcopy(version.parameters)
         parameters["properties"].pop(IDEMPOTENCY_ARGUMENT, None)
         parameters["required"] = [name for name in parameters["required"] if name != IDEMPOTENCY_ARGUMENT]
         version.parameters = parameters
         version.executor_config = {**version.executor_config, "idempotency_argument": IDEMPOTENCY_ARGUMENT}
-        version = version_save_draft(
-            version=version, actor=actor,
-            note=f"Reviewed: ToolHub fills {IDEMPOTENCY_ARGUMENT} with the call's idempotency key.",
-        )
-    return version
+        notes.append(f"ToolHub fills {IDEMPOTENCY_ARGUMENT} with the call's idempotency key")
+    if not notes:
+        return version
+    return version_save_draft(version=version, actor=actor, note=f"Reviewed: {'; '.join(notes)}.")
 
 
 def shipping_seed(*, tenant: Tenant, agent_name: str, actor: str) -> dict[str, Tool]:

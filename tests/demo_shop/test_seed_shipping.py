@@ -47,6 +47,7 @@ def test_seed_demo_registers_the_mcp_upstream_and_publishes_its_reviewed_tools_w
         assert version.executor_config["tool"] == name
         assert [f.code for f in version_findings(version=version) if f.is_error] == []
         assert "do not use" in version.description.lower()
+    assert versions["track_shipment"].normalizers == {"shipment_id": ["trim", "upper"]}
     # ToolHub fills the write's idempotency key: the model never sees it
     write = versions["schedule_pickup"]
     assert write.executor_config["idempotency_argument"] == "idempotency_key"
