@@ -147,7 +147,7 @@ def test_the_four_tools_are_published_granted_and_grouped_in_phases():
     assert granted == names | SHIPPING_TOOLS
     toolset = Toolset.objects.get(name="support")
     phases = {p.name: {t.name for t in p.tools.all()} for p in toolset.phases.all()}
-    assert phases == {"lookup": {"search_orders", "get_order", "track_shipment", "pickup_status"},
+    assert phases == {"lookup": {"search_orders", "get_order", "track_shipment"},
                       "resolve": names | SHIPPING_TOOLS}
 
 

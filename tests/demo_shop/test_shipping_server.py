@@ -64,13 +64,13 @@ def test_the_same_idempotency_key_books_once_also_after_a_restart_and_the_status
         unknown = _call(restarted, "pickup_status", {"idempotency_key": "k-2"})
         tracked = _call(restarted, "track_shipment", {"shipment_id": "SHP-000042"})
 
-    assert before.structured_content == {"idempotency_key": "k-1", "scheduled": False, "pickup": None}
+    assert before.structured_content == {"found": False}
     booked = first.structured_content
     assert booked["status"] == "scheduled" and booked["pickup_id"].startswith("pk_")
     assert again.is_error is False and again.structured_content == booked
     assert reused.is_error is True and "already used for another pickup" in reused.content[0].text
-    assert status.structured_content == {"idempotency_key": "k-1", "scheduled": True, "pickup": booked}
-    assert unknown.structured_content["scheduled"] is False
+    assert status.structured_content == {"found": True, "result": booked}
+    assert unknown.structured_content == {"found": False}
     assert tracked.structured_content["pickup"] == booked
 
 
@@ -81,7 +81,7 @@ def test_a_pickup_in_the_past_is_refused_and_nothing_is_booked(tmp_path):
         status = _call(server, "pickup_status", {"idempotency_key": "k-past"})
 
     assert refused.is_error is True and "nothing was booked" in refused.content[0].text
-    assert status.structured_content["scheduled"] is False
+    assert status.structured_content == {"found": False}
 
 
 def test_without_its_key_it_answers_401_and_runs_nothing(tmp_path):

@@ -6,8 +6,9 @@ Tools:
   booked for it, if any;
 - `schedule_pickup` (a write): books a carrier pickup; the same idempotency key never books
   twice, it answers the first booking;
-- `pickup_status` (readonly): whether a pickup request with an idempotency key was booked,
-  the status tool ToolHub asks about a write whose outcome it does not know.
+- `pickup_status` (readonly): whether a pickup request with an idempotency key was booked
+  (`{"found": true, "result": <the booking>}` or `{"found": false}`), the status tool
+  ToolHub's reconciler asks about a write whose outcome it does not know.
 
 Every request but `GET /healthz` must carry `Authorization: Bearer <key>` (the key ToolHub's
 upstream credential holds). `POST /drift` changes a tool's description, as a compromised or
@@ -27,7 +28,7 @@ import json
 import secrets
 from collections.abc import Callable
 from datetime import date, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -37,6 +38,8 @@ from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+# Before Python 3.12, pydantic builds the tools' output schemas only from typing_extensions' TypedDict.
 from typing_extensions import TypedDict
 
 from .store import PickupKeyReused, ShippingStore
@@ -71,9 +74,10 @@ DESCRIPTIONS = {
         "up (use track_shipment or pickup_status)."
     ),
     "pickup_status": (
-        "Whether the pickup request sent with this idempotency key was booked, and the booking if "
-        "so; `scheduled: false` means no request with that key ever arrived. Only one key per call; "
-        "changes nothing. Do not use it to track a shipment (use track_shipment)."
+        "Whether the pickup request sent with this idempotency key was booked: `found: true` with "
+        "the booking as `result`, or `found: false` when no request with that key ever arrived. "
+        "Only one key per call; changes nothing. Do not use it to track a shipment (use "
+        "track_shipment)."
     ),
 }
 
@@ -102,9 +106,10 @@ class Shipment(TypedDict):
 
 
 class PickupStatus(TypedDict):
-    idempotency_key: str
-    scheduled: bool
-    pickup: Pickup | None
+    """The status tool's answer, as ToolHub's reconciler reads it (docs/http-tools.md)."""
+
+    found: bool
+    result: NotRequired[Pickup]
 
 
 def _made_up(shipment_id: str) -> Shipment:
@@ -150,8 +155,9 @@ def _tools(store: ShippingStore) -> dict[str, tuple[Callable[..., Any], ToolAnno
 
     def pickup_status(idempotency_key: IdempotencyKey) -> PickupStatus:
         booked = store.pickup(idempotency_key)
-        return PickupStatus(idempotency_key=idempotency_key, scheduled=booked is not None,
-                            pickup=booked)  # type: ignore[typeddict-item]
+        if booked is None:
+            return PickupStatus(found=False)
+        return PickupStatus(found=True, result=booked)  # type: ignore[typeddict-item]
 
     readonly = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     return {
