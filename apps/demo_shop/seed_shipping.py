@@ -57,9 +57,9 @@ def _reviewed(version: ToolVersion, actor: str) -> ToolVersion:
     if "shipment_id" in version.parameters["properties"]:
         version.normalizers = {**version.normalizers, "shipment_id": ["trim", "upper"]}
         notes.append("shipment_id trimmed and upper-cased")
-    if version.tool.name == WRITE_TOOL:
+    if version.tool.name == WRITE_TOOL and IDEMPOTENCY_ARGUMENT in version.parameters["properties"]:
         parameters = copy.deepcopy(version.parameters)
-        parameters["properties"].pop(IDEMPOTENCY_ARGUMENT, None)
+        del parameters["properties"][IDEMPOTENCY_ARGUMENT]
         parameters["required"] = [name for name in parameters["required"] if name != IDEMPOTENCY_ARGUMENT]
         version.parameters = parameters
         version.executor_config = {**version.executor_config, "idempotency_argument": IDEMPOTENCY_ARGUMENT}
@@ -81,7 +81,8 @@ def shipping_seed(*, tenant: Tenant, agent_name: str, actor: str) -> dict[str, T
     )
     tools = {}
     for result in report.results:
-        assert result.version is not None, f"the demo tool {result.key} was not imported: {result.reason}"
+        if result.version is None:
+            raise RuntimeError(f"The demo shipping tool {result.key} could not be imported: {result.reason}")
         if result.version.status == VersionStatus.DRAFT:
             version_publish(version=_reviewed(result.version, actor), actor=actor,
                             note="Published by seed_demo.")
