@@ -42,8 +42,9 @@ def test_seed_demo_registers_the_mcp_upstream_and_publishes_its_reviewed_tools_w
     assert SHIPPING_TOOLS <= {t.name for t in support.tools.all()}
     definitions = {d["name"]: d for d in reviewed_tool_definitions()}
     for name, version in versions.items():
-        assert version.source == {"kind": "mcp", "upstream": "demo-shipping", "key": name,
-                                  "digest": definition_digest(definitions[name]), "tool": definitions[name]}
+        pinned = {k: version.source[k] for k in ("kind", "upstream", "key", "digest", "tool")}
+        assert pinned == {"kind": "mcp", "upstream": "demo-shipping", "key": name,
+                          "digest": definition_digest(definitions[name]), "tool": definitions[name]}
         assert version.executor_config["tool"] == name
         assert [f.code for f in version_findings(version=version) if f.is_error] == []
         assert "do not use" in version.description.lower()
