@@ -18,6 +18,8 @@ app.autodiscover_tasks()
 app.conf.beat_schedule = {
     "ledger-sweep": {"task": "ledger.sweep", "schedule": 15.0},
     "ledger-reconcile-due": {"task": "ledger.reconcile_due", "schedule": 10.0},
+    "dashboards-rollup-invocations": {"task": "dashboards.rollup_invocations", "schedule": 300.0},
+    "upstreams-sync-due": {"task": "upstreams.sync_due", "schedule": 60.0},
 }
 
 

@@ -13,6 +13,8 @@ from django.contrib.admin.utils import flatten_fieldsets, unquote
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Max, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
 from apps.common.admin import (
     ObjectButton,
@@ -31,7 +33,13 @@ from apps.common.admin import (
 from .lint import has_errors
 from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .previews import definition_diff, export_previews
-from .selectors import lint_definition, version_content, version_findings, version_previous
+from .selectors import (
+    lint_definition,
+    version_content,
+    version_findings,
+    version_previous,
+    with_open_drift,
+)
 from .services import (
     tool_delete,
     tool_save,
@@ -75,22 +83,23 @@ class ToolVersionInline(ReadOnlyInline):
 class _VersionCounts(TypedDict):
     latest_published_number: int | None
     version_total: int
+    open_drift: int
 
 
 @admin.register(Tool)
 class ToolAdmin(TenantScopedAdmin):
     include_shared = True
-    list_display = ("name", "owner", "summary", "latest_published", "version_count", "replaced_by")
+    list_display = ("name", "owner", "summary", "latest_published", "version_count", "drift", "replaced_by")
     list_select_related = ("tenant", "replaced_by")
     list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("name", "summary")
     ordering = ("name",)
-    fields = ("name", "tenant", "summary", "replaced_by", "created_at", "updated_at")
-    readonly_fields = ("created_at", "updated_at")
+    fields = ("name", "tenant", "summary", "replaced_by", "drift", "created_at", "updated_at")
+    readonly_fields = ("drift", "created_at", "updated_at")
     inlines = (ToolVersionInline,)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).annotate(
+        return with_open_drift(super().get_queryset(request)).annotate(
             latest_published_number=Max(
                 "versions__number", filter=Q(versions__status=VersionStatus.PUBLISHED)
             ),
@@ -109,6 +118,17 @@ class ToolAdmin(TenantScopedAdmin):
     @admin.display(description="versions", ordering="version_total")
     def version_count(self, obj: WithAnnotations[Tool, _VersionCounts]) -> int:
         return obj.version_total
+
+    @admin.display(description="drift", ordering="open_drift")
+    def drift(self, obj: WithAnnotations[Tool, _VersionCounts]) -> Any:
+        """A badge linking to the tool's open drift findings: its MCP server changed it since
+        it was published."""
+        count = getattr(obj, "open_drift", 0)  # a tool being added is not annotated
+        if not count:
+            return "—"
+        url = f"{reverse('admin:catalog_driftfinding_changelist')}?review=open&tool={obj.pk}"
+        return format_html('<a class="toolhub-badge toolhub-warning" href="{}">{} open drift finding{}</a>',
+                           url, count, "s" if count > 1 else "")
 
     def save_model(self, request: HttpRequest, obj: Tool, form: Any, change: bool) -> None:
         tool_save(tool=obj, actor=admin_actor(request))

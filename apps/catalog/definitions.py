@@ -243,6 +243,10 @@ def validate_definition(
             problems := http_mapping_problems(executor_config=executor_config, known=known)
         ):
             errors["executor_config"] = problems
+        if executor == "mcp" and "executor_config" not in errors and (
+            problems := mcp_config_problems(executor_config=executor_config, known=known)
+        ):
+            errors["executor_config"] = problems
     return errors
 
 
@@ -293,6 +297,18 @@ def http_mapping_problems(*, executor_config: Mapping[str, Any], known: set[str]
     if idempotency_header.lower() in RESERVED_HEADERS:
         problems.append(f"idempotency_header cannot be {idempotency_header}: HTTP or credentials use it.")
     return problems
+
+
+def mcp_config_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:
+    """How an mcp version's config disagrees with its parameters: the argument that carries the
+    idempotency key is ToolHub's to fill, so the model must not see or fill it."""
+    argument = executor_config.get("idempotency_argument")
+    if argument in known:
+        return [
+            f"idempotency_argument {argument!r} is also a property of the parameters schema: remove it "
+            "there. ToolHub fills it with the call's idempotency key; a model never does."
+        ]
+    return []
 
 
 def platform_settings_named(*, executor: str, executor_config: Any) -> dict[str, str]:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Count, IntegerField, Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from apps.common.egress import egress_policy
+from apps.upstreams.selectors import upstream_label
 
 from .lint import Deployment, Finding, ToolDefinition, lint_tool, lint_toolset, sorted_findings
-from .models import Tool, Toolset, ToolVersion, VersionStatus
+from .models import DriftFinding, Tool, Toolset, ToolVersion, VersionStatus
 from .previews import token_estimator
 
 
@@ -158,3 +161,50 @@ def catalog_findings(*, tenant_id: int | None = None) -> list[Finding]:
 
 def version_by_number(*, tool: Tool, number: int) -> ToolVersion | None:
     return ToolVersion.objects.select_related("tool").filter(tool=tool, number=number).first()
+
+
+def tools_suspended_by_drift(*, tenant_id: int) -> set[int]:
+    """Ids of the tenant's tools with an open drift finding on an upstream that suspends drifted
+    tools: calls to them are refused until the finding is reviewed."""
+    return set(
+        DriftFinding.objects.for_tenant(tenant_id)
+        .filter(reviewed_at__isnull=True, tool__isnull=False, upstream__suspend_drifted_tools=True)
+        .values_list("tool_id", flat=True)
+    )
+
+
+def with_open_drift(tools: QuerySet[Tool]) -> QuerySet[Tool]:
+    """`tools`, each annotated with `open_drift`: how many open drift findings it has."""
+    open_findings = (
+        DriftFinding.objects.filter(tool=OuterRef("pk"), reviewed_at__isnull=True)
+        .order_by().values("tool").annotate(n=Count("pk")).values("n")
+    )
+    return tools.annotate(open_drift=Coalesce(Subquery(open_findings, output_field=IntegerField()), 0))
+
+
+@dataclass(frozen=True)
+class UpstreamDrift:
+    upstream_id: int
+    upstream: str  # as upstream_label names it
+    open_findings: int
+    tools: list[str]
+
+
+def open_drift_by_upstream(*, tenant_id: int | None) -> list[UpstreamDrift]:
+    """Open drift findings per upstream with the server tools they are about, most first;
+    every tenant's when `tenant_id` is None, else only that tenant's findings."""
+    findings = DriftFinding.objects.filter(reviewed_at__isnull=True)
+    if tenant_id is not None:
+        findings = findings.filter(tenant_id=tenant_id)
+    labels: dict[int, str] = {}
+    counts: dict[int, int] = {}
+    tools: dict[int, list[str]] = {}
+    for upstream_id, name, slug, tool in findings.order_by("upstream_tool").values_list(
+        "upstream_id", "upstream__name", "upstream__tenant__slug", "upstream_tool"
+    ):
+        labels[upstream_id] = upstream_label(name=name, tenant_slug=slug)
+        counts[upstream_id] = counts.get(upstream_id, 0) + 1
+        if tool not in tools.setdefault(upstream_id, []):
+            tools[upstream_id].append(tool)
+    rows = [UpstreamDrift(pk, labels[pk], counts[pk], tools[pk]) for pk in labels]
+    return sorted(rows, key=lambda r: (-r.open_findings, r.upstream))

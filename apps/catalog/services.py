@@ -1,7 +1,7 @@
-"""Writes of the catalog app: tool versions through their life cycle, tools and toolsets
-(grants are tenancy's). Each writes its audit event in its own transaction and, when agents
-could see the change, bumps the catalog generation once committed
-(apps/common/catalog_generation.py)."""
+"""Writes of the catalog app: tool versions through their life cycle, tools, toolsets
+(grants are tenancy's) and drift findings. Each writes its audit event in its own
+transaction and, when agents could see the change, bumps the catalog generation once
+committed (apps/common/catalog_generation.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
-from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from .models import DriftFinding, Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .selectors import version_findings
 
 # What a curator writes in a draft; number, status and timestamps are the services' job.
@@ -274,3 +274,62 @@ def toolset_delete(*, toolset: Toolset, actor: str) -> None:
         toolset.delete()
         catalog_changed()
 
+
+def _finding_data(finding: DriftFinding) -> dict[str, Any]:
+    return {"upstream": finding.upstream.name, "upstream_tool": finding.upstream_tool, "kind": finding.kind,
+            "tool": finding.tool.name if finding.tool is not None else None,
+            "version": finding.version.number if finding.version is not None else None}
+
+
+def drift_finding_record(*, finding: DriftFinding, actor: str) -> DriftFinding | None:
+    """Record one drift an upstream sync found (`finding`, not saved yet), unless it is known.
+
+    Known: a finding of the same tenant, upstream tool and kind with the same fingerprint,
+    open or reviewed (a drift a curator reviewed and kept is not raised again). An open one
+    of the same change with another fingerprint (the server changed it again) is updated;
+    otherwise `finding` is saved. Writes the finding and an audit event (`drift_finding.detect`
+    or `.update`) and invalidates the catalog caches (an open finding may suspend the tool);
+    returns the finding written, None when it was known.
+    """
+    same_change = DriftFinding.objects.for_tenant(finding.tenant_id).filter(
+        upstream=finding.upstream, upstream_tool=finding.upstream_tool, kind=finding.kind
+    )
+    with transaction.atomic():
+        if same_change.filter(fingerprint=finding.fingerprint).exists():
+            return None
+        still_open = same_change.select_for_update().filter(reviewed_at__isnull=True).first()
+        if still_open is not None:
+            for field in ("tool", "version", "pinned", "current", "fingerprint", "detected_at"):
+                setattr(still_open, field, getattr(finding, field))
+            written, action = still_open, "drift_finding.update"
+        else:
+            written, action = finding, "drift_finding.detect"
+        try:
+            with transaction.atomic():
+                written.save()
+        except IntegrityError:  # a concurrent sync recorded the same change first
+            return None
+        audit_record(tenant_id=written.tenant_id, actor=actor, action=action, target=written,
+                     data=_finding_data(written))
+        catalog_changed()
+    return written
+
+
+def drift_finding_review(*, finding: DriftFinding, actor: str, note: str = "") -> DriftFinding:
+    """Close an open finding: the pinned version stays what agents see, and calls suspended by
+    it resume. Raises ValidationError when it was reviewed already (by someone else just now,
+    say). Writes the review and an audit event; invalidates the catalog caches."""
+    with transaction.atomic():
+        reviewed = DriftFinding.objects.filter(pk=finding.pk, reviewed_at__isnull=True).update(
+            reviewed_at=timezone.now(), reviewed_by=actor, review_note=note, updated_at=timezone.now()
+        )
+        finding.refresh_from_db()
+        if not reviewed:
+            raise ValidationError(
+                f"This finding was already reviewed by {finding.reviewed_by} at "
+                f"{finding.reviewed_at:%Y-%m-%d %H:%M} UTC; nothing was changed.", code="reviewed",
+            )
+        audit_record(tenant_id=finding.tenant_id, actor=actor, action="drift_finding.review", target=finding,
+                     note=note, data=_finding_data(finding))
+        catalog_changed()
+    return finding

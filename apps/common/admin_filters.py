@@ -21,6 +21,7 @@ AGES: dict[str, tuple[str, timedelta | None, timedelta | None]] = {
     "1h": ("last hour", None, timedelta(hours=1)),
     "1d": ("last 24 hours", None, timedelta(days=1)),
     "7d": ("last 7 days", None, timedelta(days=7)),
+    "30d": ("last 30 days", None, timedelta(days=30)),
     "1h-1d": ("1 hour to 1 day old", timedelta(hours=1), timedelta(days=1)),
     "1d-7d": ("1 to 7 days old", timedelta(days=1), timedelta(days=7)),
     "gt7d": ("more than 7 days old", timedelta(days=7), None),

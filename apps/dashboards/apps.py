@@ -1,4 +1,13 @@
+from django.apps import AppConfig
 from django.contrib.admin.apps import AdminConfig
+
+
+class DashboardsConfig(AppConfig):
+    """The dashboard's own tables: hourly rollups of the invocation log."""
+
+    name = "apps.dashboards"
+    label = "dashboards"
+    default_auto_field = "django.db.models.BigAutoField"
 
 
 class ToolHubAdminConfig(AdminConfig):

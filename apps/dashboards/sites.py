@@ -1,5 +1,5 @@
 """ToolHub's admin site: the stock one plus the operators' dashboard, the try-it console and the
-OpenAPI import page (apps/imports)."""
+import pages (apps/imports)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class ToolHubAdminSite(admin.AdminSite):
     enable_nav_sidebar = False
 
     def get_urls(self) -> list[URLPattern | URLResolver]:
-        from apps.imports.admin_views import openapi_import_view
+        from apps.imports.admin_views import mcp_tools_import_view, openapi_import_view
 
         from .try_it import version_try_view
         from .views import dashboard_view
@@ -27,4 +27,6 @@ class ToolHubAdminSite(admin.AdminSite):
                       name="catalog_toolversion_try")
         openapi_import = path("imports/openapi/", self.admin_view(openapi_import_view),
                               name="imports_openapi")
-        return [dashboard, try_it, openapi_import, *super().get_urls()]
+        mcp_tools_import = path("imports/mcp/<int:upstream_id>/", self.admin_view(mcp_tools_import_view),
+                                name="imports_mcp_tools")
+        return [dashboard, try_it, openapi_import, mcp_tools_import, *super().get_urls()]

@@ -31,7 +31,8 @@ def dashboard_view(request: HttpRequest) -> HttpResponse:
         **admin.site.each_context(request),
         "title": "Dashboard",
         "window": window,
-        "windows": [("1h", "last hour"), ("1d", "last 24 hours"), ("7d", "last 7 days")],
+        "windows": [("1h", "last hour"), ("1d", "last 24 hours"), ("7d", "last 7 days"),
+                    ("30d", "last 30 days")],
         "overview": overview,
         "overview_scoped": scope.is_tenant,
         "links": _links(window),
@@ -52,13 +53,14 @@ def _links(window: str) -> dict[str, str]:
         "capabilities": f"{capabilities}?reason=unknown",
         "phase_misses": f"{capabilities}?reason=not_in_phase",
         "versions": reverse("admin:catalog_toolversion_changelist"),
+        "drift": f"{reverse('admin:catalog_driftfinding_changelist')}?review=open",
     }
 
 
 def _charts(overview: Overview, window: str) -> dict[str, Any]:
     """Data of the charts, with the list each bar or point opens."""
     links = _links(window)
-    time_format = "%H:%M" if window != "7d" else "%a %H:%M"
+    time_format = {"7d": "%a %H:%M", "30d": "%b %d"}.get(window, "%H:%M")
     return {
         "calls": {
             "labels": [row["bucket"].strftime(time_format) for row in overview.calls_over_time],

@@ -10,8 +10,6 @@ a drift check against the running server finds nothing until someone changes it.
 
 from __future__ import annotations
 
-import copy
-
 from django.conf import settings
 
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
@@ -27,10 +25,6 @@ from .shipping.server import reviewed_tool_definitions
 SHIPPING_UPSTREAM = "demo-shipping"
 SHIPPING_CREDENTIAL = "demo-shipping-key"
 STATUS_TOOL = "pickup_status"
-# The write's argument that carries ToolHub's idempotency key: ToolHub fills it, so the
-# reviewed version hides it from the model.
-IDEMPOTENCY_ARGUMENT = "idempotency_key"
-WRITE_TOOL = "schedule_pickup"
 
 
 def _seed_upstream(tenant: Tenant, actor: str) -> None:
@@ -51,22 +45,14 @@ def _seed_upstream(tenant: Tenant, actor: str) -> None:
 
 def _reviewed(version: ToolVersion, actor: str) -> ToolVersion:
     """What a curator does with an imported draft before publishing it: a shipment id the
-    model sends as " shp-000042" is made canonical, and the write's idempotency key argument
-    becomes ToolHub's to fill."""
-    notes = []
-    if "shipment_id" in version.parameters["properties"]:
-        version.normalizers = {**version.normalizers, "shipment_id": ["trim", "upper"]}
-        notes.append("shipment_id trimmed and upper-cased")
-    if version.tool.name == WRITE_TOOL and IDEMPOTENCY_ARGUMENT in version.parameters["properties"]:
-        parameters = copy.deepcopy(version.parameters)
-        del parameters["properties"][IDEMPOTENCY_ARGUMENT]
-        parameters["required"] = [name for name in parameters["required"] if name != IDEMPOTENCY_ARGUMENT]
-        version.parameters = parameters
-        version.executor_config = {**version.executor_config, "idempotency_argument": IDEMPOTENCY_ARGUMENT}
-        notes.append(f"ToolHub fills {IDEMPOTENCY_ARGUMENT} with the call's idempotency key")
-    if not notes:
+    model sends as " shp-000042" is made canonical. (The import already took the write's
+    idempotency key out of what the model fills.)"""
+    if "shipment_id" not in version.parameters["properties"]:
         return version
-    return version_save_draft(version=version, actor=actor, note=f"Reviewed: {'; '.join(notes)}.")
+    version.normalizers = {**version.normalizers, "shipment_id": ["trim", "upper"]}
+    return version_save_draft(
+        version=version, actor=actor, note="Reviewed: shipment_id trimmed and upper-cased."
+    )
 
 
 def shipping_seed(*, tenant: Tenant, agent_name: str, actor: str) -> dict[str, Tool]:

@@ -8,6 +8,7 @@ trip (see_call); a refused one a second (forget_call).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -22,28 +23,37 @@ _DAY_S = 86_400
 _TASK_TTL_S = 7 * _DAY_S
 
 
+def _key(kind: str, *parts: object) -> str:
+    """A counter's cache key. Parts that are free-form ids (tasks, calls, subjects) can be
+    long: past 200 characters they become a digest, so every key stays within what caches
+    accept (250). The digest's "#" never starts the numeric ids that lead every other key."""
+    rest = ":".join(str(part) for part in parts)
+    if len(rest) > 200:
+        rest = "#" + hashlib.blake2b(rest.encode(), digest_size=20).hexdigest()
+    return f"th:{kind}:{rest}"
+
+
 def _task_calls_key(tenant_id: int, task_id: str, tool: str) -> str:
-    return f"th:task-calls:{tenant_id}:{task_id}:{tool}"
+    return _key("task-calls", tenant_id, task_id, tool)
 
 
 def _identical_key(tenant_id: int, task_id: str, tool: str, args_hash: str) -> str:
-    return f"th:identical:{tenant_id}:{task_id}:{tool}:{args_hash}"
+    return _key("identical", tenant_id, task_id, tool, args_hash)
 
 
 def _subject_key(tenant_id: int, subject: str, tool: str, now: datetime) -> str:
-    return f"th:subject-calls:{tenant_id}:{subject}:{tool}:{now:%Y%m%d}"
+    return _key("subject-calls", tenant_id, subject, tool, f"{now:%Y%m%d}")
 
 
 def _done_key(tenant_id: int, task_id: str, tool: str) -> str:
-    return f"th:done:{tenant_id}:{task_id}:{tool}"
+    return _key("done", tenant_id, task_id, tool)
 
 
 def _seen_key(tenant_id: int, task_id: str, call: PreparedCall) -> str:
     # The task's length keeps the two free-form ids apart: task "a:b" with call "c" is not
     # task "a" with call "b:c".
-    return (
-        f"th:seen:{tenant_id}:{len(task_id)}:{task_id}:{call.call.call_id}:{call.version.tool_name}:"
-        f"{call.args_hash}"
+    return _key(
+        "seen", tenant_id, len(task_id), task_id, call.call.call_id, call.version.tool_name, call.args_hash
     )
 
 
@@ -125,7 +135,7 @@ def _counters(
 
 
 def _rate_key(agent_id: int, tool: str, now: datetime) -> str:
-    return f"th:rate:{agent_id}:{tool}:{int(now.timestamp()) // 60}"
+    return _key("rate", agent_id, tool, int(now.timestamp()) // 60)
 
 
 def mark_done(*, tenant_id: int, task_id: str, tool: str) -> None:

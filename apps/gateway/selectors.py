@@ -12,6 +12,7 @@ import threading
 from django.db.models import F, Q
 
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
+from apps.catalog.selectors import tools_suspended_by_drift
 from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.models import Grant, TenantPolicy
@@ -59,6 +60,7 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
     ):
         versions_by_tool.setdefault(listed.tool_id, []).append(listed)
 
+    suspended = tools_suspended_by_drift(tenant_id=tenant_id)
     callable_: dict[str, VersionSpec] = {}
     refused: dict[str, ForbiddenError | UnavailableError] = {}
     for tool in tools:
@@ -74,6 +76,9 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
         )
         if version is None or version.status != VersionStatus.PUBLISHED:
             refused[tool.name] = _unavailable(tool, version)
+            continue
+        if tool.pk in suspended:
+            refused[tool.name] = _suspended(tool)
             continue
         callable_[tool.name] = VersionSpec.from_model(version)
     # The built-in way out, for every agent; it wins over a catalog tool of the same name.
@@ -110,6 +115,15 @@ def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
         else "Tell the user this tool is not available now; do not retry it."
     )
     return UnavailableError(f"The tool {tool.name} is unavailable: {state}.", hint=hint)
+
+
+def _suspended(tool: Tool) -> UnavailableError:
+    return UnavailableError(
+        f"The tool {tool.name} is suspended pending review: the server behind it changed the "
+        "tool's definition since it was approved, and a curator must review the change first.",
+        hint="Do not retry this tool: it stays unavailable until a curator has reviewed the change. "
+        "Tell the user it is unavailable for now, or use another tool.",
+    )
 
 
 def visible_tools(

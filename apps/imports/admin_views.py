@@ -1,8 +1,13 @@
-"""The admin's "Import OpenAPI" page: upload a document or give its URL, see per operation
-what the import did and what lint finds in each draft, and open the drafts to review them.
+"""The admin's import pages, which make drafts through the same services as the commands:
 
-Tenant-scoped staff import into their tenant; a superuser picks the tenant. The page needs
-the permissions to add tools and versions."""
+- "Import OpenAPI": upload a document or give its URL;
+- "Import tools" of an MCP server upstream (a button on the upstream's page): its tools as
+  it lists them now, the side effect each draft would get; the curator ticks tools.
+
+Both show per operation or tool what the import did, the draft's side effect and what lint
+finds in it, and link to the drafts to review. Tenant-scoped staff import into their tenant
+(and only from their own upstreams); a superuser picks the tenant where it is not the
+upstream's. The pages need the permissions to add tools and versions."""
 
 from __future__ import annotations
 
@@ -12,15 +17,17 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.core.validators import RegexValidator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from apps.common.admin import AdminScope, admin_actor, admin_scope
+from apps.common.admin import AdminScope, admin_actor, admin_scope, restrict_to_scope
 from apps.tenancy.models import Tenant
+from apps.upstreams.models import Upstream, UpstreamKind
 
 from .errors import ImportRefused
 from .fetch import MAX_DOCUMENT_BYTES, document_fetch
-from .services import ImportReport, openapi_import
+from .selectors import mcp_tool_definitions, mcp_tools_offered
+from .services import ImportReport, mcp_import, openapi_import
 
 PERMISSIONS = ("catalog.add_tool", "catalog.add_toolversion")
 
@@ -63,10 +70,15 @@ class OpenAPIImportForm(forms.Form):
         return cleaned
 
 
-def openapi_import_view(request: HttpRequest) -> HttpResponse:
+def _importer_scope(request: HttpRequest) -> AdminScope:
     scope = admin_scope(request)
     if scope.sees_nothing or not request.user.has_perms(PERMISSIONS):
         raise PermissionDenied
+    return scope
+
+
+def openapi_import_view(request: HttpRequest) -> HttpResponse:
+    scope = _importer_scope(request)
     form = OpenAPIImportForm(request.POST or None, request.FILES or None, scope=scope)
     report: ImportReport | None = None
     error = ""
@@ -92,3 +104,64 @@ def openapi_import_view(request: HttpRequest) -> HttpResponse:
         "error": error,
     }
     return TemplateResponse(request, "admin/imports/openapi_import.html", context)
+
+
+class McpToolsImportForm(forms.Form):
+    tenant = forms.ModelChoiceField(
+        queryset=Tenant.objects.order_by("slug"), required=False,
+        help_text="The tenant whose catalog gets the drafts (a platform upstream serves every tenant).",
+    )
+
+    def __init__(self, *args: Any, tool_names: list[str], asks_tenant: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tools"] = forms.MultipleChoiceField(
+            choices=[(name, name) for name in tool_names], widget=forms.CheckboxSelectMultiple,
+            error_messages={"required": "Tick at least one tool."},
+        )
+        if asks_tenant:
+            self.fields["tenant"].required = True
+        else:
+            del self.fields["tenant"]
+
+
+def mcp_tools_import_view(request: HttpRequest, upstream_id: int) -> HttpResponse:
+    """The "Import tools" page of one MCP server upstream: list, tick, import as drafts."""
+    scope = _importer_scope(request)
+    # Tenant staff import from their tenant's upstreams only; a platform upstream's tools are
+    # imported by superusers, into the tenant they pick.
+    upstream = restrict_to_scope(
+        Upstream.objects.select_related("tenant").filter(kind=UpstreamKind.MCP), scope, tenant_path="tenant"
+    ).filter(pk=upstream_id).first()
+    if upstream is None:
+        raise Http404("No MCP server upstream with this id.")
+    error = ""
+    try:
+        _, definitions = mcp_tool_definitions(tenant=upstream.tenant, upstream=upstream.name)
+    except ImportRefused as refused:
+        definitions = []
+        error = f"{refused} Check the upstream's URL and credential, and that the server is running."
+        if request.method == "POST":
+            error = f"Nothing was imported. {error}"
+    form = McpToolsImportForm(
+        request.POST if request.method == "POST" else None, tool_names=[str(d["name"]) for d in definitions],
+        asks_tenant=upstream.tenant is None,
+    )
+    report: ImportReport | None = None
+    if request.method == "POST" and definitions and form.is_valid():
+        try:
+            report = mcp_import(
+                tenant=upstream.tenant or form.cleaned_data["tenant"], upstream=upstream.name,
+                actor=admin_actor(request), tool_names=form.cleaned_data["tools"],
+            )
+        except ImportRefused as refused:
+            error = f"Nothing was imported. {refused}"
+    context = {
+        **admin.site.each_context(request),
+        "title": f"Import tools of {upstream.name}",
+        "upstream": upstream,
+        "offered": mcp_tools_offered(tenant=upstream.tenant, upstream=upstream.name, definitions=definitions),
+        "form": form,
+        "report": report,
+        "error": error,
+    }
+    return TemplateResponse(request, "admin/imports/mcp_tools_import.html", context)

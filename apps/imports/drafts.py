@@ -31,9 +31,10 @@ READONLY_METHODS = frozenset({"GET", "HEAD"})
 IDEMPOTENCY_HEADERS = frozenset({"idempotency-key", "x-idempotency-key"})
 # What a call's credential sends; never an argument a model fills.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-# The executor_config keys an import writes; a curator's others (response_pointer,
-# status_path) survive a re-import.
-MAPPING_KEYS = ("upstream", "method", "path", "query", "headers", "body", "idempotency_header")
+# The executor_config keys an import writes (of http versions, then of mcp ones); a curator's
+# others (response_pointer, status_path) survive a re-import.
+MAPPING_KEYS = ("upstream", "method", "path", "query", "headers", "body", "idempotency_header", "tool",
+                "idempotency_argument")
 # The draft fields an import fills, compared on re-import.
 IMPORTED_FIELDS = ("description", "parameters", "side_effect", "executor_config")
 

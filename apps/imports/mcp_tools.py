@@ -5,7 +5,10 @@
   closed);
 - side effect from its annotations, for the curator to confirm: `readOnlyHint` →
   `readonly`, otherwise (`destructiveHint` or no hint) `write`; `idempotentHint` is noted;
-- the `mcp` executor's config: the upstream and the server's name for the tool.
+- the `mcp` executor's config: the upstream and the server's name for the tool; a write's
+  `idempotency_key` (or `idempotencyKey`) input becomes the version's `idempotency_argument`,
+  filled by ToolHub with the ledger's key and taken out of what the model fills (like an
+  OpenAPI operation's `Idempotency-Key` header).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from .drafts import Draft, json_schema, snake_name, strict
 from .openapi import Unsupported, operation_digest
 
 EXECUTOR = "mcp"
+IDEMPOTENCY_ARGUMENTS = ("idempotency_key", "idempotencyKey")
 
 
 def definition_digest(definition: Mapping[str, Any]) -> str:
@@ -57,14 +61,32 @@ def draft_of_tool(definition: Mapping[str, Any], *, upstream: str) -> Draft:
     annotations = annotations_of(definition)
     title = str(definition.get("title") or annotations.get("title") or "").strip()
     description = str(definition.get("description") or "").strip()
+    side_effect = "readonly" if annotations.get("readOnlyHint") is True else "write"
+    schema = _input_schema(definition)
+    config = {"upstream": upstream, "tool": name}
+    if side_effect == "write":
+        for argument in IDEMPOTENCY_ARGUMENTS:
+            if argument in schema["properties"]:
+                schema = _without(schema, argument)
+                config["idempotency_argument"] = argument
+                break
     return Draft(
         name=snake_name(name),
         summary=(title or description.split("\n")[0] or name)[:200],
         description=description or f"Calls the tool {name} of {upstream}.",
-        parameters=strict(_input_schema(definition)),
-        side_effect="readonly" if annotations.get("readOnlyHint") is True else "write",
-        executor_config={"upstream": upstream, "tool": name},
+        parameters=strict(schema),
+        side_effect=side_effect,
+        executor_config=config,
     )
+
+
+def _without(schema: dict[str, Any], argument: str) -> dict[str, Any]:
+    """`schema` without the property `argument`, which ToolHub fills itself."""
+    properties = {k: v for k, v in schema["properties"].items() if k != argument}
+    out = {**schema, "properties": properties}
+    if isinstance(schema.get("required"), list):
+        out["required"] = [name for name in schema["required"] if name != argument]
+    return out
 
 
 def hints_note(definition: Mapping[str, Any]) -> str:

@@ -1,10 +1,70 @@
-"""Reads of the imports app: which version an operation or tool was imported into before."""
+"""Reads of the imports app: what an MCP server lists, and which version an operation or
+tool was imported into before."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.selectors import tool_visible_by_name
+from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
+from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
+from apps.upstreams.selectors import upstream_for_call
+
+from .errors import ImportRefused
+from .mcp_tools import draft_of_tool, hints_note
+from .openapi import Unsupported
+
+DESCRIPTION_CHARS = 300
+
+
+def mcp_tool_definitions(*, tenant: Tenant | None, upstream: str) -> tuple[str, list[dict[str, Any]]]:
+    """The URL of the MCP server `upstream` (the tenant's or the platform's; the platform's
+    only for no tenant) and every tool it lists now (`tools/list`, through the egress policy
+    with the upstream's credential). Raises ImportRefused saying why it could not be listed."""
+    try:
+        resolved = upstream_for_call(tenant_id=tenant.pk if tenant else None, name=upstream, subject="")
+        return resolved.base_url, list_mcp_tools(resolved)
+    except (UpstreamNotFound, SubjectCredentialMissing) as error:
+        owner = f"Tenant {tenant.slug}" if tenant else "The platform"
+        raise ImportRefused(f"{owner} cannot list upstream {upstream!r}: {error.message}") from None
+    except ListingFailed as error:
+        raise ImportRefused(f"The tools of {upstream!r} cannot be listed: {error}.") from None
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """One tool an MCP server lists, as the import page offers it."""
+
+    name: str
+    description: str  # the server's, shortened: data to read, never instructions
+    side_effect: str  # suggested from the annotations, for the curator to confirm
+    hints: str
+    problem: str  # why it cannot be imported, or ""
+    imported: ToolVersion | None  # the tenant's latest version made from it, if any
+
+
+def mcp_tools_offered(
+    *, tenant: Tenant | None, upstream: str, definitions: list[dict[str, Any]]
+) -> list[ListedTool]:
+    """Each listed tool with the side effect its draft would get and the version of `tenant`
+    imported from it before (none looked up without a tenant)."""
+    offered = []
+    for definition in definitions:
+        name = str(definition["name"])
+        try:
+            side_effect, problem = draft_of_tool(definition, upstream=upstream).side_effect, ""
+        except Unsupported as exc:
+            side_effect, problem = "", str(exc)
+        before = tenant and version_imported_from(tenant=tenant, upstream=upstream, key=name, kind="mcp")
+        offered.append(ListedTool(
+            name=name, description=str(definition.get("description") or "")[:DESCRIPTION_CHARS],
+            side_effect=side_effect, hints=hints_note(definition), problem=problem,
+            imported=version_latest(tool=before.tool) if before else None,
+        ))
+    return offered
 
 
 def version_imported_from(

@@ -24,12 +24,10 @@ from apps.catalog.lint import Finding
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.catalog.selectors import version_findings
 from apps.catalog.services import tool_save, version_create_draft, version_publish
-from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
-from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import Upstream, UpstreamKind
-from apps.upstreams.selectors import credential_get, upstream_for_call, upstream_get
+from apps.upstreams.selectors import credential_get, upstream_get
 from apps.upstreams.services import upstream_save
 
 from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
@@ -45,7 +43,7 @@ from .openapi import (
     first_server_url,
     parse_document,
 )
-from .selectors import tool_name_is_free, version_imported_from, version_latest
+from .selectors import mcp_tool_definitions, tool_name_is_free, version_imported_from, version_latest
 
 NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
 
@@ -333,14 +331,7 @@ def mcp_import(
     kind `mcp`) lists now, all or `tool_names`: mcp_definitions_import of its `tools/list`.
     Raises ImportRefused with nothing written, also when the server cannot be listed.
     """
-    try:
-        resolved = upstream_for_call(tenant_id=tenant.pk, name=upstream, subject="")
-        definitions = list_mcp_tools(resolved)
-    except (UpstreamNotFound, SubjectCredentialMissing) as error:
-        raise ImportRefused(f"Tenant {tenant.slug} cannot list upstream {upstream!r}: {error.message}") \
-            from None
-    except ListingFailed as error:
-        raise ImportRefused(f"The tools of {upstream!r} cannot be listed: {error}.") from None
+    _, definitions = mcp_tool_definitions(tenant=tenant, upstream=upstream)
     return mcp_definitions_import(tenant=tenant, upstream=upstream, definitions=definitions, actor=actor,
                                   tool_names=tool_names, publish=publish, grant_agents=grant_agents)
 
@@ -375,7 +366,11 @@ def mcp_definitions_import(
     agents = _agents(tenant, grant_agents)
     with transaction.atomic():
         taken: set[str] = set()
-        results = [_import_tool(tenant, definition, upstream, actor, taken) for definition in wanted]
+        results = [
+            mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream, actor=actor,
+                                  taken=taken, listed=sorted(by_name))
+            for definition in wanted
+        ]
         if publish:
             _publish_drafts(results, actor, by="MCP import", what="Tool")
         granted = _grant(tenant, agents, results, actor)
@@ -390,20 +385,29 @@ def mcp_definitions_import(
                         results=tuple(results), granted=granted)
 
 
-def _import_tool(
-    tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, taken: set[str]
+def mcp_import_definition(
+    *, tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, why: str = "Re-imported",
+    taken: set[str] | None = None, listed: Sequence[str] = (),
 ) -> OperationResult:
+    """One listed tool of `upstream` as mcp_import makes it: a new tool and draft, or for a tool
+    imported before whose definition changed, a new draft from the tool's latest version with
+    only the changed imported fields replaced (the curator's other edits kept), `why` opening
+    its changelog. The source keeps the definition, its digest and the names of the tools
+    the server `listed` with it (the drift check reports only tools added after those).
+    Writes tools, versions and their audit events; a tool ToolHub cannot call (Unsupported)
+    is SKIPPED with nothing written."""
     key = str(definition["name"])
     try:
         draft = draft_of_tool(definition, upstream=upstream)
     except Unsupported as exc:
         return OperationResult(key=key, pointer="", outcome=SKIPPED, reason=str(exc))
     source = {"kind": "mcp", "upstream": upstream, "key": key, "digest": definition_digest(definition),
-              "tool": definition}
+              "tool": definition, **({"listed": list(listed)} if listed else {})}
     previous = version_imported_from(tenant=tenant, upstream=upstream, key=key, kind="mcp")
     if previous is None:
         tool = tool_save(
-            tool=Tool(name=_free_name(tenant, draft.name, taken), tenant=tenant, summary=draft.summary),
+            tool=Tool(name=_free_name(tenant, draft.name, taken if taken is not None else set()),
+                      tenant=tenant, summary=draft.summary),
             actor=actor,
         )
         version = version_create_draft(
@@ -420,7 +424,7 @@ def _import_tool(
         changed = list(IMPORTED_FIELDS)
     version = version_create_draft(
         tool=latest.tool, actor=actor, **_content_with(latest, draft, changed, MCP_EXECUTOR), source=source,
-        changelog=f"Re-imported the tool {key} of {upstream}: "
+        changelog=f"{why} the tool {key} of {upstream}: "
         f"{', '.join(changed) or 'its definition'} changed. {hints_note(definition)}",
     )
     return OperationResult(key=key, pointer="", outcome=CHANGED, tool=latest.tool.name,

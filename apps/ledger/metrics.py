@@ -12,16 +12,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import DatabaseError, InterfaceError, connection, transaction
+from django.db import DatabaseError, InterfaceError
 from django.db.models import Count, Min
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from apps.common.metrics import bounded_scrape_queries
+
 from .models import LedgerEntry, LedgerState
 
 logger = logging.getLogger("toolhub.metrics")
-
-_QUERY_TIMEOUT_MS = 2000
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,7 @@ def triage_queue_stats() -> TriageStats:
 
 
 def _bounded_reads() -> tuple[dict[str, int], TriageStats]:
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL statement_timeout = {_QUERY_TIMEOUT_MS}")
+    with bounded_scrape_queries():
         return ledger_state_counts(), triage_queue_stats()
 
 

@@ -27,6 +27,8 @@ class ResolvedUpstream:
     kind: str
     base_url: str
     timeout_s: float
+    # MCP servers: the server's tool that reports a write's outcome by idempotency key, or "".
+    status_tool: str = ""
     auth_headers: dict[str, str] = field(default_factory=dict, repr=False)
     auth_query: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -38,6 +40,12 @@ def upstreams_visible(*, tenant_id: int | None) -> QuerySet[Upstream]:
     if tenant_id is not None:
         visible |= Q(tenant_id=tenant_id)
     return Upstream.objects.filter(visible)
+
+
+def upstream_label(*, name: str, tenant_slug: str | None) -> str:
+    """How reports and metrics name an upstream across tenants: a tenant's as slug/name (names
+    repeat across tenants), the platform's by its name."""
+    return f"{tenant_slug}/{name}" if tenant_slug else name
 
 
 def upstream_get(*, tenant_id: int | None, name: str) -> Upstream | None:
@@ -96,7 +104,7 @@ def upstream_for_call(*, tenant_id: int | None, name: str, subject: str) -> Reso
         headers, query = _auth(credential, _value_for(upstream, credential, subject))
     return ResolvedUpstream(
         name=upstream.name, kind=upstream.kind, base_url=upstream.base_url, timeout_s=upstream.timeout_s,
-        auth_headers=headers, auth_query=query,
+        status_tool=upstream.status_tool, auth_headers=headers, auth_query=query,
     )
 
 

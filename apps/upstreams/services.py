@@ -11,6 +11,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record, audited_save
+from apps.common.catalog_generation import catalog_changed
 
 from .crypto import encrypt, reencrypt
 from .models import Credential, SubjectCredential, Upstream, last4, owned_by, value_problem
@@ -32,7 +33,8 @@ def _check_value(value: str, *, kind: str) -> None:
 def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
     """Create or update an upstream. Validates (ValidationError: a name its owner or the
     platform already has, a URL that is no http(s), another owner's credential), writes it
-    and an audit event."""
+    and an audit event; invalidates the catalog caches (whether drifted tools are suspended
+    changes what agents may call)."""
     creating = upstream.pk is None
     with transaction.atomic():
         _lock_name("upstream", upstream.name)
@@ -44,6 +46,7 @@ def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
                 "credential": upstream.credential.name if upstream.credential is not None else None,
             },
         )
+        catalog_changed()
     return upstream
 
 

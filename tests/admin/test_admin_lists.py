@@ -3,6 +3,8 @@ explain themselves, readable titles, and the icon."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.apps import apps
 from django.contrib.staticfiles import finders
@@ -93,7 +95,8 @@ def test_the_dashboard_shows_latency_in_ms(world, superuser):
 
     page = superuser.get(reverse("admin:toolhub_dashboard")).content.decode()
 
-    assert "3.4 ms" in page
+    # One decimal of a percentile read from latency buckets (within 4.4 % of 3.45 ms).
+    assert re.search(r"\b3\.[3-6] ms", page)
 
 
 def test_try_it_starts_a_search_on_a_month_the_demo_has_orders_for():

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.audit.models import Invocation
+from apps.dashboards.latency_buckets import RELATIVE_ERROR
 from apps.dashboards.selectors import dashboard_overview
 from apps.ledger.models import LedgerEntry
 from tests.factories import ToolVersionFactory
@@ -46,7 +47,9 @@ def test_the_overview_counts_calls_errors_latency_and_queues(world):
     assert overview.error_kinds == [("invalid_args", 1)]
     (latency,) = overview.latency
     assert (latency.tool, latency.calls, latency.errors) == ("acme_tool", 11, 1)
-    assert latency.p50_ms == pytest.approx(10) and latency.p95_ms == pytest.approx(55)
+    # Percentiles from the latency buckets: within their documented resolution of PERCENTILE_CONT.
+    assert latency.p50_ms == pytest.approx(10, rel=RELATIVE_ERROR)
+    assert latency.p95_ms == pytest.approx(55, rel=RELATIVE_ERROR)
     assert overview.triage_size == 1
     assert [(key, n) for key, _, n in overview.unknown_by_age] == [("1h", 0), ("1h-1d", 0), ("1d-7d", 1),
                                                                   ("gt7d", 0)]
@@ -69,6 +72,21 @@ def test_the_page_draws_the_charts_from_the_local_library_and_links_every_figure
     for link in [*charts["error_kinds"]["links"], *charts["unknown"]["links"], *charts["latency"]["links"]]:
         assert superuser.get(link).status_code == 200
     assert reverse("admin:ledger_triageentry_changelist") in html
+
+
+def test_the_30_day_window_draws_a_bar_per_day_and_links_its_lists(world, superuser):
+    calls(world.acme, status="error", kind="timeout", latency_ms=5, hours_ago=24 * 20)
+
+    response = superuser.get(DASHBOARD, {"window": "30d"})
+
+    charts = response.context["charts"]
+    assert response.status_code == 200 and response.context["overview"].calls_total == 3
+    assert len(charts["calls"]["labels"]) == 2  # the two tenants' calls of today, and 20 days ago
+    assert charts["error_kinds"]["links"] == [
+        f"{reverse('admin:audit_invocation_changelist')}?age=30d&status=error&kind=timeout"
+    ]
+    listed = superuser.get(charts["error_kinds"]["links"][0])
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 1
 
 
 def test_every_figure_of_a_scoped_user_is_their_tenants(world):

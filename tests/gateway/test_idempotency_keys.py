@@ -71,3 +71,23 @@ def test_a_call_whose_ids_join_like_another_tasks_call_is_still_checked_for_loop
 
     # then: it is a new call, not a retry of another task's
     assert third["kind"] == "loop_detected"
+
+
+@pytest.mark.filterwarnings("error::django.core.cache.backends.base.CacheKeyWarning")
+def test_long_task_and_call_ids_keep_the_guards_working_within_any_caches_key_limit(
+    api, publish_tool, session_for
+):
+    # given: ids as long as the API takes (200 characters: some frameworks chain UUIDs)
+    publish_tool("lookup", loop_limit=2)
+    session = session_for("u-1")
+    task_id = "trace/" + "x" * 194
+
+    # when: the loop guard's limit is reached with them, and one is sent again
+    answers = [
+        invoke(api, "lookup", '{"query": "x"}', session=session, task_id=task_id, call_id=call_id).json()
+        for call_id in ("call/" + "a" * 195, "call/" + "b" * 195, "call/" + "b" * 195, "call/" + "c" * 195)
+    ]
+
+    # then: no key too long for a cache; the retry is not counted again, a third new call is
+    assert [a.get("status") for a in answers[:3]] == ["ok", "ok", "ok"]
+    assert answers[3]["kind"] == "loop_detected"

@@ -8,56 +8,19 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from django.utils import timezone
 
-from apps.catalog.models import Tool, ToolVersion
 from apps.ledger.models import LedgerEntry, LedgerState
-from apps.tenancy.models import Grant
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, upstream_save
 from tests.gateway.conftest import invoke
+from tests.gateway.mcp_tools import SECRET, mcp_tool, register
 from tests.mcp_upstream import McpUpstream, free_port, mcp_upstream
 
 pytestmark = pytest.mark.django_db
-
-SECRET = "sk-live-7d2e-mcp-upstream-secret"
-PARAMETERS = {
-    "type": "object",
-    "properties": {"shipment_id": {"type": "string", "description": "The shipment."}},
-    "required": ["shipment_id"],
-    "additionalProperties": False,
-}
 
 
 @pytest.fixture
 def shipping() -> Iterator[McpUpstream]:
     with mcp_upstream() as running:
         yield running
-
-
-def register(agent, url: str, *, kind: str = "mcp") -> None:
-    """acme's MCP server as an upstream, with its bearer key."""
-    credential = credential_set(
-        tenant=agent.tenant, name="shipping-key", kind="bearer", field="", value=SECRET,
-        per_subject=False, actor="test",
-    )
-    record = Upstream(tenant=agent.tenant, name="shipping", kind=kind, base_url=url, credential=credential)
-    upstream_save(upstream=record, actor="test")
-
-
-def mcp_tool(agent, name: str, *, side_effect: str = "readonly", timeout_s: float = 5.0) -> None:
-    """A published, granted version calling the upstream's tool `name`."""
-    tool = Tool.objects.create(name=name, tenant=agent.tenant)
-    version = ToolVersion.objects.create(
-        tool=tool, number=1, description=f"Calls the shipping server's {name}. Not for anything else.",
-        parameters=PARAMETERS if name != "list_carriers" else {"type": "object", "properties": {}},
-        side_effect=side_effect, executor="mcp", timeout_s=timeout_s,
-        executor_config={"upstream": "shipping", "tool": name},
-    )
-    version.full_clean()
-    version.status, version.published_at = "published", timezone.now()
-    version.save()
-    Grant.objects.create(tenant=agent.tenant, agent=agent, tool=tool)
 
 
 def test_a_result_is_the_structured_content_and_carries_the_upstreams_credential(api, agent, shipping):

@@ -4,55 +4,18 @@ imported, published and granted tool answers through REST invoke."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
-
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from rest_framework.test import APIClient
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import ToolVersion
 from apps.imports.mcp_tools import draft_of_tool
 from apps.tenancy.services import agent_key_issue
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, upstream_save
-from tests.factories import AgentFactory, TenantFactory
 from tests.gateway.conftest import invoke
-from tests.mcp_upstream import McpUpstream, mcp_upstream
+from tests.imports.conftest import SECRET, import_mcp
 
 pytestmark = pytest.mark.django_db
-
-SECRET = "sk-live-mcp-import-secret"
-
-
-@pytest.fixture
-def shipping() -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
-
-
-@pytest.fixture
-def agent(shipping):
-    """acme's agent, and acme's upstream of kind mcp at the shipping server, with its key."""
-    agent = AgentFactory(tenant=TenantFactory(slug="acme"), name="helper")
-    credential = credential_set(
-        tenant=agent.tenant, name="shipping-key", kind="bearer", field="", value=SECRET,
-        per_subject=False, actor="test",
-    )
-    upstream_save(
-        upstream=Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=shipping.url,
-                          credential=credential),
-        actor="test",
-    )
-    return agent
-
-
-def import_mcp(*args: str) -> str:
-    out = io.StringIO()
-    call_command("import_mcp", "--tenant", "acme", "--upstream", "shipping", *args, stdout=out,
-                 stderr=io.StringIO())
-    return out.getvalue()
 
 
 def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
@@ -61,7 +24,8 @@ def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
 
     # then
     versions = {v.tool.name: v for v in ToolVersion.objects.select_related("tool")}
-    assert set(versions) == {"track_shipment", "list_carriers", "schedule_pickup", "cancel_shipment"}
+    assert set(versions) == {"track_shipment", "list_carriers", "schedule_pickup", "pickup_status",
+                             "vague_status", "cancel_shipment"}
     track = versions["track_shipment"]
     assert (track.status, track.executor, track.strict) == ("draft", "mcp", True)
     assert track.executor_config == {"upstream": "shipping", "tool": "track_shipment"}
@@ -77,6 +41,24 @@ def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
     assert AuditEvent.objects.filter(action="mcp.import").count() == 1
 
 
+def test_a_writes_idempotency_key_input_is_filled_by_toolhub_not_the_model(agent):
+    # when
+    import_mcp("--tools", "schedule_pickup,pickup_status")
+
+    # then: the write's key argument left the model's schema and is named in the config
+    pickup = ToolVersion.objects.get(tool__name="schedule_pickup")
+    assert pickup.side_effect == "write"
+    assert pickup.executor_config == {
+        "upstream": "shipping", "tool": "schedule_pickup", "idempotency_argument": "idempotency_key"
+    }
+    assert list(pickup.parameters["properties"]) == ["shipment_id"]
+    assert pickup.parameters["required"] == ["shipment_id"]
+    # a readonly tool's argument of that name is the model's to fill
+    status = ToolVersion.objects.get(tool__name="pickup_status")
+    assert (status.side_effect, status.executor_config.get("idempotency_argument")) == ("readonly", None)
+    assert list(status.parameters["properties"]) == ["idempotency_key"]
+
+
 def test_a_reimport_of_an_unchanged_server_makes_nothing(agent):
     # given
     import_mcp()
@@ -85,7 +67,7 @@ def test_a_reimport_of_an_unchanged_server_makes_nothing(agent):
     printed = import_mcp()
 
     # then
-    assert ToolVersion.objects.count() == 4
+    assert ToolVersion.objects.count() == 6
     assert "track_shipment: unchanged" in printed
     assert AuditEvent.objects.filter(action="mcp.import").count() == 1
 

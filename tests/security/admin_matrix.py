@@ -96,6 +96,10 @@ def site_urls(route: Route, objects: list[models.Model]) -> list[str] | None:
     if kwargs == {"app_label"}:
         labels = sorted({model._meta.app_label for model, _ in registered()})
         return [reverse(route.name, kwargs={"app_label": label}) for label in labels]
+    if len(kwargs) == 1 and (name := next(iter(kwargs))).endswith("_id"):
+        # A page about one row of a model, e.g. `upstream_id`: one URL per such row.
+        return [_fill(route.path, {name: str(obj.pk)})
+                for obj in objects if obj._meta.model_name == name.removesuffix("_id")]
     if kwargs == {"content_type_id", "object_id"}:
         return [
             _fill(route.path, {"content_type_id": str(ContentType.objects.get_for_model(obj).pk),

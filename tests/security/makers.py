@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from apps.audit.models import AuditEvent, Invocation
 from apps.capabilities.models import CapabilityRequest
-from apps.catalog.models import Toolset, ToolsetPhase
+from apps.catalog.models import DriftFinding, Toolset, ToolsetPhase
 from apps.demo_shop.models import DemoOrder, DemoRefund, PaymentsFault
 from apps.ledger.models import Approval, LedgerEntry, LedgerEvent, ReconcileAttempt
 from apps.tenancy.models import Grant, StaffScope, TenantPolicy
@@ -262,4 +262,17 @@ def _upstream(rows: TenantRows) -> models.Model:
             credential=rows["upstreams.Credential"],
         ),
         actor="test",
+    )
+
+
+@maker("catalog.DriftFinding")
+def _drift_finding(rows: TenantRows) -> models.Model:
+    """Open, on the tenant's tool: the badge, the list and the dashboard all show it."""
+    definition = {"name": f"{rows.snake}_lookup", "description": f"{rows.slug} lookups."}
+    return DriftFinding.objects.create(
+        tenant=rows["tenancy.Tenant"], upstream=rows["upstreams.Upstream"],
+        upstream_tool=f"{rows.snake}_lookup", tool=rows["catalog.Tool"], version=rows["catalog.ToolVersion"],
+        kind="description", pinned=definition,
+        current={**definition, "description": f"{rows.slug} lookups, changed."}, fingerprint="sha256:test",
+        detected_at=timezone.now(),
     )

@@ -6,9 +6,11 @@ record, no export, no admin page and no row of any table (its ciphertext include
 from __future__ import annotations
 
 import io
+import json
 import logging
 import uuid
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import pytest
 from django.apps import apps
@@ -204,3 +206,33 @@ def test_the_credential_reaches_the_upstream_and_nothing_else(orders_api, caplog
         for value in (secret, users_token):
             at = text.find(value)
             assert at == -1, f"{where}: {text[max(0, at - 200): at + 80]}"
+
+
+@pytest.mark.parametrize(("kind", "field"), [("header", "X-Api-Key"), ("bearer", ""), ("query", "api_key")])
+def test_a_key_the_upstream_echoes_in_a_successful_answer_never_reaches_the_model(kind, field):
+    # A secret with "/" and '"', which JSON may write escaped, so only a parsed walk finds it.
+    secret = f'sk/leak"{uuid.uuid4().hex}'
+    tenant = TenantFactory(slug="acme")
+    api = agent_api(tenant)
+    agent = Agent.objects.get(tenant=tenant)
+    key = credential_set(tenant=tenant, name="debug-key", kind=kind, field=field, value=secret,
+                         per_subject=False, actor="test")
+    with http_upstream() as echo:
+        # Like httpbin's /anything: the answer repeats the request, credentials included.
+        echo.answer = lambda received: Answer(body={
+            "order_id": received.segments[-1],
+            "request": {"headers": received.headers, "url": received.target, received.target: "seen"},
+        })
+        upstream_with(tenant, "debug-api", echo.url, credential=key)
+        governed_tool(agent, "order_lookup", upstream="debug-api", params=LOOKUP,
+                      method="GET", path="/orders/{order_id}")
+
+        answered = invoke(api, "order_lookup", {"order_id": "ORD-1"}, call_id="echo")
+
+    envelope = answered.json()
+    assert envelope["status"] == "ok" and envelope["data"]["order_id"] == "ORD-1"
+    assert "[redacted]" in json.dumps(envelope["data"])
+    forms = (secret, json.dumps(secret)[1:-1], quote(secret, safe=""))
+    assert not any(form in answered.content.decode() for form in forms)
+    for table, rows in every_row_as_text().items():
+        assert not any(form in row for row in rows for form in forms), table

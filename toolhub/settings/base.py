@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.gateway",
     "apps.imports",
     "apps.demo_shop",
+    "apps.dashboards.apps.DashboardsConfig",
 ]
 
 MIDDLEWARE = [
@@ -60,6 +61,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # The admin's lists and the dashboard read the replica, when there is one.
+    "apps.common.replicas.ReplicaReadsMiddleware",
     "apps.common.middleware.DatabaseUnavailableMiddleware",
 ]
 
@@ -82,9 +85,9 @@ TEMPLATES = [
     },
 ]
 
-def database_from_env(default: str = environ.Env.NOTSET) -> dict:
-    """DATABASE_URL as Django's database settings (required when there is no default)."""
-    config = env.db("DATABASE_URL", default=default)
+def database_from_env(default: str = environ.Env.NOTSET, *, var: str = "DATABASE_URL") -> dict:
+    """DATABASE_URL (or `var`) as Django's database settings (required when there is no default)."""
+    config = env.db(var, default=default)
     # A new connection per request costs ~5x on these machines (docs/performance.md).
     config["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
     config["CONN_HEALTH_CHECKS"] = True
@@ -99,7 +102,19 @@ def database_from_env(default: str = environ.Env.NOTSET) -> dict:
     return config
 
 
-DATABASES = {"default": database_from_env(f"sqlite:///{VAR_DIR / 'toolhub.sqlite3'}")}
+def databases_with_replica(default: dict) -> dict:
+    """The databases: `default`, plus `replica` when DATABASE_REPLICA_URL names a read replica
+    (apps/common/replicas.py says which reads go there)."""
+    databases = {"default": default}
+    if env.str("DATABASE_REPLICA_URL", default=""):
+        databases["replica"] = database_from_env(var="DATABASE_REPLICA_URL")
+        # Tests on a replica setup read the test database through both aliases.
+        databases["replica"]["TEST"] = {"MIRROR": "default"}
+    return databases
+
+
+DATABASES = databases_with_replica(database_from_env(f"sqlite:///{VAR_DIR / 'toolhub.sqlite3'}"))
+DATABASE_ROUTERS = ["apps.common.replicas.ReplicaRouter"] if "replica" in DATABASES else []
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -223,6 +238,9 @@ TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
 TOOLHUB_SESSION_MAX_TTL_S = env.int("TOOLHUB_SESSION_MAX_TTL_S", default=86_400)
 # Calls per agent and tool per minute where no tenant policy sets a rate limit.
 TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE", default=600)
+# Each scheduled rollup of the invocation log (apps/dashboards/rollups.py) rolls up again this
+# many complete hours before the last one it covered, to pick up late rows.
+TOOLHUB_ROLLUP_REROLL_HOURS = env.int("TOOLHUB_ROLLUP_REROLL_HOURS", default=2)
 # Write the invocation log inline instead of from a background thread (tests).
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
 
@@ -240,6 +258,7 @@ TOOLHUB_ADMIN_SCOPE = "apps.tenancy.admin_scoping.admin_scope_of"
 # What /metrics computes at scrape time, besides the counters and histograms processes keep.
 TOOLHUB_METRICS_COLLECTORS = [
     "apps.ledger.metrics.LedgerCollector",
+    "apps.imports.metrics.DriftCollector",
     "toolhub.metrics.CeleryQueueCollector",
 ]
 

@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from apps.upstreams.crypto import key_problem
 
 from .base import *  # noqa: F403
-from .base import TOOLHUB_SECRETS, cache_from_env, database_from_env, env
+from .base import TOOLHUB_SECRETS, cache_from_env, database_from_env, databases_with_replica, env
 
 DEBUG = False
 
@@ -29,7 +29,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # The database, the cache and the broker are shared by every process: the defaults of
 # base (SQLite, a per-process memory cache, a filesystem broker) would split them.
-DATABASES = {"default": database_from_env()}
+DATABASES = databases_with_replica(database_from_env())
+DATABASE_ROUTERS = ["apps.common.replicas.ReplicaRouter"] if "replica" in DATABASES else []
 CACHES = {"default": cache_from_env(env.str("CACHE_URL"))}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

@@ -7,6 +7,10 @@ DATABASES = {
     "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/toolhub"),
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# A replica alias on the same test database (TEST MIRROR), for the tests of replica routing:
+# they install ReplicaRouter themselves, so no other test reads through it.
+DATABASES["replica"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+DATABASE_ROUTERS = []
 CACHES = {"default": cache_from_env("redis://127.0.0.1:6379/1")}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

@@ -160,11 +160,15 @@ def check_write_safety(tool: ToolDefinition) -> Iterable[Finding]:
             "Set a timeout a little above the external system's usual answer time.",
         )
     config = tool.executor_config or {}
-    hook = config.get("reconcile") if tool.executor == "python" else config.get("status_path")
-    reconcilable = bool(hook)
-    if not reconcilable:
-        how = ('a "reconcile" callable in executor_config' if tool.executor == "python"
-               else 'a "status_path" in executor_config (the upstream\'s status endpoint by idempotency key)')
+    # An mcp write is asked about through its upstream's status tool, which needs the key
+    # sent in the write; whether the upstream names a status tool is the upstream's page.
+    hook_key, how = {
+        "python": ("reconcile", 'a "reconcile" callable in executor_config'),
+        "mcp": ("idempotency_argument", 'an "idempotency_argument" in executor_config (the tool\'s '
+                "argument that takes the idempotency key) and a status tool on its upstream"),
+    }.get(tool.executor, ("status_path", 'a "status_path" in executor_config (the upstream\'s status '
+                                         "endpoint by idempotency key)"))
+    if not config.get(hook_key):
         yield Finding(
             WARNING, "write-without-reconcile", "executor_config",
             "After a timeout nobody can find out whether this write happened: every unknown outcome "

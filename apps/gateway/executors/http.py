@@ -21,6 +21,7 @@ still complete, which is why a timed-out write is `unknown`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -74,14 +75,43 @@ class Endpoint:
     headers: Mapping[str, str]
     query: Mapping[str, str]
 
+    def secrets(self) -> list[str]:
+        """The credential values this endpoint sends, as sent and percent-encoded (an echoed
+        URL quotes its query so), longest first: "Bearer <token>" goes before the token."""
+        values = (*self.headers.values(), *self.query.values())
+        found = {secret for value in values for secret in (value, value.partition(" ")[2]) if secret}
+        return sorted(found | {quote(secret, safe="") for secret in found}, key=len, reverse=True)
+
     def hidden(self, text: str) -> str:
         """`text` without the credentials this endpoint sends: an upstream may quote the key it
         refused in its error message, which the model reads."""
-        for value in (*self.headers.values(), *self.query.values()):
-            for secret in (value, value.partition(" ")[2]):  # "Bearer <token>": the token too
-                if secret:
-                    text = text.replace(secret, REDACTED)
+        for secret in self.secrets():
+            text = text.replace(secret, REDACTED)
         return text
+
+    def hidden_in(self, data: Any, raw: bytes) -> Any:
+        """`data`, parsed from the JSON bytes `raw`, without the credentials this endpoint
+        sends: an upstream may echo the request it got (as debugging endpoints do). Only an
+        answer whose bytes hold a secret, as written or JSON-escaped, is walked."""
+        if not any(form in raw for secret in self.secrets() for form in _json_forms(secret)):
+            return data
+        return _walk_hidden(data, self)
+
+
+def _json_forms(secret: str) -> set[bytes]:
+    """A secret as it may appear in JSON bytes (credential values are printable ASCII)."""
+    escaped = json.dumps(secret)[1:-1]
+    return {form.encode() for form in (secret, escaped, escaped.replace("/", "\\/"))}
+
+
+def _walk_hidden(data: Any, endpoint: Endpoint) -> Any:
+    if isinstance(data, str):
+        return endpoint.hidden(data)
+    if isinstance(data, list):
+        return [_walk_hidden(item, endpoint) for item in data]
+    if isinstance(data, dict):
+        return {endpoint.hidden(key): _walk_hidden(value, endpoint) for key, value in data.items()}
+    return data
 
 
 def _endpoint(request: ExecutionRequest) -> Endpoint:
@@ -251,7 +281,7 @@ def run_http(request: ExecutionRequest) -> Any:
     if response.status_code == 204 or parts.method == "HEAD":
         return None
     try:
-        return selected_response(request.config, response.json())
+        return selected_response(request.config, endpoint.hidden_in(response.json(), response.content))
     except ResponseShapeError as exc:
         # A success that is not shaped as the version says: for a write, it may have happened.
         raise ExecutionAmbiguous(f"the provider answered success, but {exc}") from None
@@ -285,7 +315,7 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
     if response.status_code != 200:
         return ReconcileAnswer(found=None, note=f"status endpoint answered HTTP {response.status_code}")
     try:
-        result = selected_response(request.config, response.json())
+        result = selected_response(request.config, endpoint.hidden_in(response.json(), response.content))
     except ResponseShapeError as exc:
         return ReconcileAnswer(found=None, note=f"status endpoint answered, but {exc}")
     except ValueError:

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.catalog_as_code.document import document_yaml
 from apps.catalog_as_code.selectors import tenant_catalog_snapshot
+from apps.common.replicas import replica_reads
 from apps.tenancy.selectors import tenant_by_slug
 
 
@@ -24,10 +25,11 @@ class Command(BaseCommand):
         parser.add_argument("--out", help="Write to this file instead of stdout.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        tenant = tenant_by_slug(slug=options["tenant"])
-        if tenant is None:
-            raise CommandError(f"No tenant with slug {options['tenant']!r}.")
-        document, _ = tenant_catalog_snapshot(tenant=tenant)
+        with replica_reads():  # an export may lag a little behind the primary
+            tenant = tenant_by_slug(slug=options["tenant"])
+            if tenant is None:
+                raise CommandError(f"No tenant with slug {options['tenant']!r}.")
+            document, _ = tenant_catalog_snapshot(tenant=tenant)
         text = document_yaml(document)
         if options["out"]:
             Path(options["out"]).write_text(text, encoding="utf-8")

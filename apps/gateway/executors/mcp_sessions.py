@@ -1,0 +1,203 @@
+"""Sessions with MCP servers, reused per upstream URL and credential within a process.
+
+A handshake per call would cost an `initialize` round trip and a session each time, so each
+process keeps one open session per upstream URL and credential, made on first use and made
+again once it breaks.
+
+The SDK client is async and its sessions live in anyio task groups, which must be entered and
+left by one task: every session is held open by a task of its own on one background event
+loop (`Loop`), and callers submit coroutines to that loop and wait for them up to the
+tool's timeout. The cache is read and written only on the loop's thread, so needs no lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult
+
+T = TypeVar("T")
+# The SDK's defaults: a session's GET stream may stay quiet for minutes.
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+SESSION_ID_HEADER = "mcp-session-id"
+
+SessionKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+class Loop:
+    """One event loop on a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def submit(self, coroutine: Coroutine[Any, Any, T], *, timeout_s: float) -> T:
+        """The coroutine's result; FutureTimeout (the coroutine cancelled) after `timeout_s`."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._running())
+        try:
+            return future.result(timeout=timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            raise
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="toolhub-mcp", daemon=True).start()
+            return self._loop
+
+
+LOOP = Loop()
+
+
+@dataclass(eq=False)
+class Session:
+    """An initialized client session and the task holding it open."""
+
+    client: ClientSession
+    # Set when the server answered 404 to this session's id: it no longer knows the session
+    # (restarted, or expired it) and ran nothing of that request.
+    expired: asyncio.Event
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    error: BaseException | None = None
+
+    @property
+    def usable(self) -> bool:
+        return not (self.expired.is_set() or self.stop.is_set() or self.ended.is_set())
+
+
+class SessionLost(Exception):
+    """The session broke while a call was in flight."""
+
+    def __init__(self, cause: BaseException | None) -> None:
+        super().__init__(type(cause).__name__ if cause else "session closed")
+        self.cause = cause
+
+
+# Opening or open sessions by URL and credential headers; touched only on the loop's thread.
+_SESSIONS: dict[SessionKey, asyncio.Task[Session]] = {}
+
+
+async def _open(url: str, headers: Mapping[str, str]) -> Session:
+    ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
+
+    expired = asyncio.Event()
+
+    async def on_response(response: httpx2.Response) -> None:
+        if response.status_code == 404 and SESSION_ID_HEADER in response.request.headers:
+            expired.set()
+
+    async def hold() -> None:
+        session: Session | None = None
+        try:
+            async with (
+                httpx2.AsyncClient(
+                    headers=dict(headers), timeout=_HTTP_TIMEOUT, trust_env=False, follow_redirects=False,
+                    event_hooks={"response": [on_response]},
+                ) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                session = Session(client, expired)
+                ready.set_result(session)
+                await session.stop.wait()
+        except Exception as exc:  # noqa: BLE001 - a broken session, whatever broke it
+            cause = leaf(exc)
+            if not ready.done():
+                ready.set_exception(cause)
+            elif session is not None:
+                session.error = cause
+        finally:
+            if not ready.done():
+                ready.set_exception(SessionLost(None))
+            if session is not None:
+                session.ended.set()
+
+    holder = asyncio.create_task(hold())
+    try:
+        return await ready
+    finally:
+        # Keep a reference to the holder for the session's life (the loop keeps weak ones).
+        _HOLDERS.add(holder)
+        holder.add_done_callback(_HOLDERS.discard)
+
+
+_HOLDERS: set[asyncio.Task[None]] = set()
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first error inside an exception group (anyio's task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def _session(key: SessionKey) -> Session:
+    """The open session for `key`: the cached one unless it broke, else a new one. Callers
+    arriving while it opens share the one handshake."""
+    task = _SESSIONS.get(key)
+    if task is None or (task.done() and (task.cancelled() or task.exception() or not task.result().usable)):
+        task = asyncio.get_running_loop().create_task(_open(key[0], dict(key[1])))
+        _SESSIONS[key] = task
+    try:
+        return await asyncio.shield(task)
+    except Exception:
+        if _SESSIONS.get(key) is task:
+            del _SESSIONS[key]
+        raise
+
+
+@dataclass
+class Progress:
+    sent: bool = False
+
+
+async def on_session(
+    key: SessionKey, request: Callable[[Session], Awaitable[T]], progress: Progress
+) -> T:
+    """`request`'s answer on the cached session; once more on a new session when the server
+    no longer knew the cached one (it ran nothing, so sending again is safe)."""
+    session = await _session(key)
+    progress.sent = True
+    try:
+        return await request(session)
+    except MCPError:
+        if not session.expired.is_set():
+            raise
+    session.stop.set()
+    progress.sent = False
+    session = await _session(key)
+    progress.sent = True
+    return await request(session)
+
+
+async def call_on(session: Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    call = asyncio.ensure_future(session.client.call_tool(tool, arguments))
+    ended = asyncio.ensure_future(session.ended.wait())
+    try:
+        done, _ = await asyncio.wait({call, ended}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ended.cancel()
+        if not call.done():
+            call.cancel()
+    if call in done:
+        try:
+            return call.result()
+        except MCPError:
+            raise
+        except Exception as exc:
+            session.stop.set()
+            raise SessionLost(leaf(exc)) from None
+    raise SessionLost(session.error)

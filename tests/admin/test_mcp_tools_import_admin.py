@@ -1,0 +1,154 @@
+"""The "Import tools" page of an MCP server upstream: the SDK's own server on loopback is
+listed, the curator ticks tools, drafts are made as `import_mcp` makes them; each tenant's
+staff reach only their own upstreams, and a platform upstream's tools are imported by
+superusers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from apps.catalog.models import ToolVersion
+from apps.upstreams.models import Upstream
+from apps.upstreams.services import upstream_save
+from tests.mcp_upstream import McpUpstream, free_port, mcp_upstream
+
+from .conftest import logged_in, staff_user
+
+
+@pytest.fixture
+def shipping() -> Iterator[McpUpstream]:
+    with mcp_upstream() as running:
+        yield running
+
+
+def mcp_server(tenant, url: str, name: str = "shipping") -> Upstream:
+    record = Upstream(tenant=tenant, name=name, kind="mcp", base_url=url)
+    upstream_save(upstream=record, actor="test")
+    return record
+
+
+def page_of(upstream: Upstream) -> str:
+    return reverse("admin:imports_mcp_tools", args=[upstream.pk])
+
+
+def curator(username: str, tenant):
+    """Tenant staff who may edit upstreams and add tools."""
+    user = staff_user(username, tenant=tenant)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="upstreams"))
+    return logged_in(user)
+
+
+def test_the_upstreams_page_links_to_its_import_and_lists_the_servers_tools(world, shipping):
+    # given
+    upstream = mcp_server(world.acme.tenant, shipping.url)
+    acme = curator("acme-curator", world.acme.tenant)
+
+    # when
+    upstream_page = acme.get(reverse("admin:upstreams_upstream_change", args=[upstream.pk])).content.decode()
+    page = acme.get(page_of(upstream))
+
+    # then: each tool with the side effect its draft would get, nothing imported yet
+    assert f'href="{page_of(upstream)}" id="import-tools">Import tools</a>' in upstream_page
+    html = page.content.decode()
+    assert page.status_code == 200 and 'name="tenant"' not in html
+    assert '<code>track_shipment</code>' in html and '<code>schedule_pickup</code>' in html
+    assert "Book a courier pickup for a shipment." in html
+    row = html[html.index("<code>pickup_status</code>"):]
+    assert row.index("readonly") < row.index("</tr>")
+    assert "readOnlyHint=True" in row[: row.index("</tr>")]
+    assert not ToolVersion.objects.filter(source__kind="mcp").exists()
+
+
+def test_ticked_tools_become_drafts_shown_with_side_effect_and_lint(world, shipping):
+    # given
+    upstream = mcp_server(world.acme.tenant, shipping.url)
+    acme = curator("acme-curator", world.acme.tenant)
+
+    # when
+    response = acme.post(page_of(upstream), {"tools": ["track_shipment", "schedule_pickup"]})
+
+    # then: one draft per ticked tool, in acme's catalog, linked from the page
+    assert response.status_code == 200
+    drafts = {v.tool.name: v for v in ToolVersion.objects.filter(source__kind="mcp").select_related("tool")}
+    assert set(drafts) == {"track_shipment", "schedule_pickup"}
+    assert {v.tool.tenant_id for v in drafts.values()} == {world.acme.tenant.pk}
+    assert drafts["schedule_pickup"].executor_config["idempotency_argument"] == "idempotency_key"
+    html = response.content.decode()
+    for version in drafts.values():
+        link = reverse("admin:catalog_toolversion_change", args=[version.pk])
+        assert f'href="{link}">{version.tool.name} v1</a> (draft)' in html
+    results = html[html.index('id="import-results"'):html.index('id="import-form"')]
+    assert results.count('class="import-new"') == 2
+    assert "<td>write</td>" in results and "<td>readonly</td>" in results
+    assert "lint-" in results or "no findings" in results
+    # the listing now says which tools were imported
+    listing = html[html.index('id="listed-tools"'):]
+    assert f'{drafts["track_shipment"].tool.name} v1</a> (draft)' in listing
+
+
+def test_ticking_nothing_imports_nothing(world, shipping):
+    upstream = mcp_server(world.acme.tenant, shipping.url)
+
+    response = curator("acme-curator", world.acme.tenant).post(page_of(upstream), {})
+
+    assert "Tick at least one tool." in response.content.decode()
+    assert not ToolVersion.objects.filter(source__kind="mcp").exists()
+
+
+def test_an_unreachable_server_is_a_clear_error_on_the_page(world):
+    # given: nothing listens at the upstream's URL
+    upstream = mcp_server(world.acme.tenant, f"http://127.0.0.1:{free_port()}/mcp")
+    acme = curator("acme-curator", world.acme.tenant)
+
+    # when
+    page = acme.get(page_of(upstream)).content.decode()
+    posted = acme.post(page_of(upstream), {"tools": ["track_shipment"]}).content.decode()
+
+    # then
+    said = "The tools of &#x27;shipping&#x27; cannot be listed: no session with upstream shipping"
+    assert said in page and "that the server is running" in page
+    assert f"Nothing was imported. {said}" in posted
+    assert not ToolVersion.objects.filter(source__kind="mcp").exists()
+
+
+def test_another_tenants_staff_cannot_reach_the_page(world, shipping):
+    # given: acme's server
+    upstream = mcp_server(world.acme.tenant, shipping.url)
+    globex = curator("globex-curator", world.globex.tenant)
+
+    # when
+    seen = globex.get(page_of(upstream))
+    posted = globex.post(page_of(upstream), {"tools": ["track_shipment"]})
+
+    # then: as if it did not exist, and the server was never asked
+    assert (seen.status_code, posted.status_code) == (404, 404)
+    assert b"shipping" not in seen.content
+    assert shipping.initializes == 0
+    assert not ToolVersion.objects.filter(source__kind="mcp").exists()
+
+
+def test_a_platform_servers_tools_are_imported_by_a_superuser_into_the_tenant_picked(
+    world, shipping, superuser
+):
+    # given: a platform upstream, which tenant staff may use but not import from
+    upstream = mcp_server(None, shipping.url, name="platform-shipping")
+    acme = curator("acme-curator", world.acme.tenant)
+    assert acme.get(page_of(upstream)).status_code == 404
+    upstream_page = acme.get(reverse("admin:upstreams_upstream_change", args=[upstream.pk])).content.decode()
+    assert "Import tools" not in upstream_page
+
+    # when: the superuser picks globex
+    page = superuser.get(page_of(upstream)).content.decode()
+    without_tenant = superuser.post(page_of(upstream), {"tools": ["track_shipment"]})
+    superuser.post(page_of(upstream), {"tools": ["track_shipment"], "tenant": world.globex.tenant.pk})
+
+    # then
+    assert 'name="tenant"' in page
+    assert "This field is required." in without_tenant.content.decode()
+    version = ToolVersion.objects.select_related("tool").get(source__kind="mcp")
+    assert version.tool.tenant == world.globex.tenant
+    assert version.executor_config == {"upstream": "platform-shipping", "tool": "track_shipment"}
