@@ -22,6 +22,10 @@ PROFILE_CALLS = int(os.environ.get("BENCH_PROFILE_CALLS", "200"))
 # An admin page slower than this on its first load is not loaded five times more.
 SLOW_PAGE_S = 5
 PORT = int(os.environ.get("BENCH_PORT", "8765"))
+# ToolHub's /mcp tools/call may cost at most this much more CPU per request than REST invoke.
+MCP_OVER_REST_LIMIT = 0.10
+# The demo shipping MCP server (apps/demo_shop/shipping), federated through ToolHub's /mcp.
+MCP_PORT = int(os.environ.get("BENCH_MCP_PORT", str(PORT + 1)))
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/toolhub_bench")
 ENV = {
     **os.environ,
@@ -30,7 +34,8 @@ ENV = {
     "CACHE_URL": os.environ.get("BENCH_CACHE_URL", "redis://127.0.0.1:6379/9"),
     "CELERY_BROKER_URL": os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/10"),
     "TOOLHUB_DEMO_PAYMENTS_URL": f"http://127.0.0.1:{PORT}/demo/payments",
-    "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{PORT}",
+    "TOOLHUB_DEMO_SHIPPING_MCP_URL": f"http://127.0.0.1:{MCP_PORT}/mcp",
+    "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{PORT},127.0.0.1:{MCP_PORT}",
     "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "100000000",
     "LOG_LEVEL": "WARNING",
 }

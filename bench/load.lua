@@ -5,6 +5,9 @@
 --   bare_cancel <first> <range>  the shop's ungoverned POST /demo/orders/cancel, a new order per request
 --   replay <body>                the same governed invoke again and again (a committed key)
 --   call <call>                  a governed invoke of this call (JSON), a new task per request
+--   mcp <params> <expected>      an MCP tools/call with these params (JSON) to the URL's path (its
+--                                session in the headers), a new JSON-RPC id and X-ToolHub-Task per
+--                                request; the answer must contain <expected>
 -- Task ids are random, as real ones are, so the ledger's key indexes see random inserts.
 -- Thread n cancels orders first + (n - 1) * range onwards, at most range of them, so no
 -- order is cancelled twice.
@@ -26,9 +29,11 @@ function init(args)
     fixed_body = args[2]
   elseif kind == "call" then
     fixed_call = args[2]
+  elseif kind == "mcp" then
+    fixed_params = args[2]
   end
   expected = ({search = '"status":"ok"', cancel = '"status":"ok"', bare_cancel = '"status":"cancelled"',
-               replay = '"cached":true', call = '"status":"ok"'})[kind]
+               replay = '"cached":true', call = '"status":"ok"', mcp = args[3]})[kind]
   if expected == nil then error("unknown kind " .. tostring(kind)) end
 end
 
@@ -59,6 +64,14 @@ request = function()
   elseif kind == "call" then
     body = '{"task_id":"' .. task_id() .. '","call":' .. fixed_call .. '}'
     return wrk.format("POST", "/api/v1/invoke", nil, body)
+  elseif kind == "mcp" then
+    local headers = {}
+    for name, value in pairs(wrk.headers) do headers[name] = value end
+    headers["X-ToolHub-Task"] = task_id()
+    -- Threads share one MCP session: an id is unique among their requests in flight.
+    body = '{"jsonrpc":"2.0","id":"' .. id .. '-' .. counter .. '","method":"tools/call","params":' ..
+      fixed_params .. '}'
+    return wrk.format("POST", nil, headers, body)
   end
   return wrk.format("POST", "/api/v1/invoke", nil, fixed_body)
 end

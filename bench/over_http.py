@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -47,6 +48,8 @@ class Target:
     slot: int | None = None
     body: str | None = None
     connections: int = CONNECTIONS
+    expect: str | None = None  # kind mcp: what every answer must contain
+    base_url: str | None = None  # another server than ToolHub's
 
 
 def _database_backends() -> list[int]:
@@ -56,11 +59,15 @@ def _database_backends() -> list[int]:
         return [pid for (pid,) in cursor.fetchall()]
 
 
-def take_turns(server: Server, targets: list[Target], *, seconds: int, rounds: int) -> dict[str, Load]:
+def take_turns(
+    server: Server, targets: list[Target], *, seconds: int, rounds: int,
+    upstream_pids: Callable[[], list[int]] = list,
+) -> dict[str, Load]:
     """Run the targets one after another, `rounds` times, for seconds / rounds each, so that
     a change in the machine's load meanwhile weighs on all of them alike; with the CPU the
-    server and the database spent on each."""
-    meter = CpuMeter(app_pids=lambda: process_group(server.process_group), db_pids=_database_backends)
+    server (and `upstream_pids`, counted as the app's) and the database spent on each."""
+    meter = CpuMeter(app_pids=lambda: process_group(server.process_group) + upstream_pids(),
+                     db_pids=_database_backends)
     turns: dict[str, list[Load]] = {t.key: [] for t in targets}
     # A target's slot is shared out among its rounds and wrk threads: no order twice.
     per_thread = ORDER_SLOT_SIZE // (rounds * WRK_THREADS)
@@ -71,10 +78,11 @@ def take_turns(server: Server, targets: list[Target], *, seconds: int, rounds: i
                 first = order_slot(target.slot) + round_number * WRK_THREADS * per_thread
                 script_args = [str(first), str(per_thread)]
             elif target.body is not None:
-                script_args = [target.body]
+                script_args = [target.body, *([target.expect] if target.expect else [])]
             app_before, db_before = meter.sample()
             load = wrk(
-                server.base_url, target.path, headers=target.headers, seconds=max(seconds // rounds, 1),
+                target.base_url or server.base_url, target.path, headers=target.headers,
+                seconds=max(seconds // rounds, 1),
                 connections=target.connections, kind=target.kind, script_args=script_args,
             )
             app_after, db_after = meter.sample()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import django
 import redis
@@ -15,6 +16,7 @@ from .config import (
     ENV,
     LEDGER_LARGE,
     LEDGER_SMALL,
+    MCP_OVER_REST_LIMIT,
     ROUNDS,
     SECONDS,
     THREADS,
@@ -22,6 +24,9 @@ from .config import (
     WORKERS,
 )
 from .load import WRK_THREADS, Load, Timings
+
+if TYPE_CHECKING:
+    from .mcp import McpFigures
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Report:
     ledger_rows: dict[int, int] = field(default_factory=dict)
     admin: list[AdminPage] = field(default_factory=list)
     profile: list[str] = field(default_factory=list)
+    mcp: McpFigures | None = None
 
 
 def machine_facts() -> list[str]:
@@ -81,18 +87,47 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT MET"
 
 
-def print_report(report: Report, *, profile_only: bool) -> None:
-    title = "ToolHub profile: make profile" if profile_only else "ToolHub benchmark: one run of make bench"
+def print_report(report: Report, *, profile_only: bool, mcp_only: bool = False) -> None:
+    title = ("ToolHub profile: make profile" if profile_only else
+             "ToolHub benchmark: the MCP part of make bench" if mcp_only else
+             "ToolHub benchmark: one run of make bench")
     out: list[str] = ["", "=" * 100, title, "=" * 100]
     out += [f"machine: {line}" for line in report.machine]
     out.append(f"load average (1, 5, 15 min): {report.load_average['start']} at start, "
                f"{report.load_average['end']} at end")
-    if not profile_only:
+    if not (profile_only or mcp_only):
         out += _loads(report) + _batches(report) + _ledger(report)
-    out += ["", "Where the time of one invoke goes (ms per call; SQL = statements, tx = transactions, "
-            "ping = connection health checks, cache = Redis round trips; counts per call):", ""]
-    out += report.profile
+    if report.mcp is not None:
+        out += _mcp(report.mcp)
+    if not mcp_only:
+        out += ["", "Where the time of one invoke goes (ms per call; SQL = statements, tx = transactions, "
+                "ping = connection health checks, cache = Redis round trips; counts per call):", ""]
+        out += report.profile
     print("\n".join(out))
+
+
+def _mcp(figures: McpFigures) -> list[str]:
+    out = ["", f"{'MCP endpoint':<50}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}   CPU ms per request: app + db"]
+    names = {
+        "mcp_direct": "shipping server's own /mcp (no ToolHub)",
+        "mcp_federated": "ToolHub /mcp → shipping server (app incl. it)",
+        "rest_own": "ToolHub REST invoke, search_orders",
+        "mcp_own": "ToolHub /mcp tools/call, search_orders",
+    }
+    for key, name in names.items():
+        load = figures.loads[key]
+        out.append(f"{name:<50}{load.rps:>9.0f}{load.p50_ms:>9.2f}{load.p99_ms:>9.2f}   "
+                   f"{load.app_cpu_ms:.2f} + {load.db_cpu_ms:.2f} = {load.cpu_ms:.2f}")
+    over = figures.mcp_over_rest
+    flag = "" if over <= MCP_OVER_REST_LIMIT else "   FLAG: the MCP layer drifted to costing more than REST"
+    return out + [
+        "",
+        f"{'':<36}{'req/s':>6}{'CPU':>7}",
+        _ratio_line("federated MCP: via ToolHub/direct", figures.federated_rps_ratio,
+                    figures.federated_cpu_ratio, None),
+        f"ToolHub /mcp over REST invoke, CPU per request: {over:+.0%}   "
+        f"target <= {MCP_OVER_REST_LIMIT:+.0%}  {_verdict(over <= MCP_OVER_REST_LIMIT)}{flag}",
+    ]
 
 
 def _loads(report: Report) -> list[str]:

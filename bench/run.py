@@ -2,6 +2,7 @@
 
     python -m bench.run              everything below (make bench)
     python -m bench.run --profile    only where the time of one invoke goes (make profile)
+    python -m bench.run --mcp        only the MCP loads (6 below)
 
 Recreates its own database (BENCH_DATABASE_URL, whose name must contain "bench"), seeds
 the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
@@ -17,7 +18,9 @@ the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
 4. ledger size: the governed write's p50 at 10 k ledger rows and at BENCH_LEDGER_ROWS
    (default 1 M; 10 M takes ~10 more minutes), with the readonly search as a control; the
    ledger's admin pages at that size;
-5. where the time of one invoke goes, in-process (bench/stage_profile.py).
+5. where the time of one invoke goes, in-process (bench/stage_profile.py);
+6. MCP (bench/mcp.py): ToolHub's /mcp calling a tool of the demo shipping MCP server vs that
+   server called directly; ToolHub's own /mcp tools/call vs REST invoke of the same tool.
 
 Knobs: bench/config.py. Method and figures: docs/performance.md.
 """
@@ -36,6 +39,7 @@ from .load import gunicorn
 
 def main() -> None:
     profile_only = "--profile" in sys.argv[1:]
+    mcp_only = "--mcp" in sys.argv[1:]
     if LEDGER_LARGE <= LEDGER_SMALL:
         raise SystemExit(f"BENCH_LEDGER_ROWS must be more than {LEDGER_SMALL:,}.")
     started_at = load_average()
@@ -52,6 +56,7 @@ def main() -> None:
 
     from .calls import access_of
     from .in_process import profile
+    from .mcp import measure_mcp, shipping_server
     from .over_http import measure_over_http
     from .report import Report, machine_facts, print_report
     from .seed import bench_seed
@@ -61,14 +66,19 @@ def main() -> None:
     call_command("collectstatic", interactive=False, verbosity=0)
     cache.clear()  # the bench's own cache database: counters and memos of an earlier run
     access = access_of(demo_seed())
-    bench_seed()
+    if not mcp_only:
+        bench_seed()
     report = Report(load_average={"start": started_at}, machine=machine_facts())
     if not profile_only:
-        with gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server:
-            measure_over_http(report, server, access)
-    report.profile = profile(access)
+        with gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server, \
+                shipping_server() as shipping_pid:
+            if not mcp_only:
+                measure_over_http(report, server, access)
+            report.mcp = measure_mcp(server, access, shipping_pid)
+    if not mcp_only:
+        report.profile = profile(access)
     report.load_average["end"] = load_average()
-    print_report(report, profile_only=profile_only)
+    print_report(report, profile_only=profile_only, mcp_only=mcp_only)
 
 
 def _fresh_database() -> None:

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `make run`: the whole demo on one machine that has only Python. Migrates, seeds the demo,
-# then runs the web server (admin, agent API, demo payments upstream), a Celery worker and
-# Celery beat side by side, prints the banner (logins, key, URLs) once they answer, and
-# runs until Ctrl-C, which stops all three and exits 0.
+# then runs the web server (admin, agent API, demo payments upstream), a Celery worker,
+# Celery beat and the demo shipping MCP server side by side, prints the banner (logins,
+# key, URLs) once they answer, and runs until Ctrl-C, which stops all four and exits 0.
 #
 # Defaults need no service: SQLite and a filesystem broker under var/ (TOOLHUB_VAR_DIR
 # moves it). DATABASE_URL and CELERY_BROKER_URL (environment or .env) switch to
-# PostgreSQL / Redis; TOOLHUB_PORT moves the server off 8000.
+# PostgreSQL / Redis; TOOLHUB_PORT moves the server off 8000, TOOLHUB_DEMO_MCP_PORT the demo
+# MCP server off the port after it.
 #
 # Logs are for a person at a terminal: plain one-line records, coloured on a terminal,
 # and routine lines (startup, beat's periodic jobs, probes) at DEBUG, so the terminal
@@ -39,7 +40,15 @@ export TOOLHUB_VAR_DIR=$VAR_DIR
 # derive TOOLHUB_DEMO_PAYMENTS_URL from TOOLHUB_PORT): the egress policy must let it reach
 # this loopback port, on top of whatever the environment or .env allows.
 allow=$(setting TOOLHUB_EGRESS_ALLOW)
-export TOOLHUB_EGRESS_ALLOW="${allow:+${allow},}127.0.0.1:${PORT}"
+# The mcp executor reaches the demo shipping MCP server on its own port (the settings derive
+# TOOLHUB_DEMO_SHIPPING_MCP_URL from TOOLHUB_DEMO_MCP_PORT, by default TOOLHUB_PORT + 1).
+MCP_PORT=$(setting TOOLHUB_DEMO_MCP_PORT)
+MCP_PORT=${MCP_PORT:-$((PORT + 1))}
+export TOOLHUB_PORT=$PORT TOOLHUB_DEMO_MCP_PORT=$MCP_PORT
+export TOOLHUB_EGRESS_ALLOW="${allow:+${allow},}127.0.0.1:${PORT},127.0.0.1:${MCP_PORT}"
+# The demo MCP server and seed_demo's credential for it must agree on its key.
+shipping_key=$(setting DEMO_SHIPPING_API_KEY)
+if [ -n "$shipping_key" ]; then export DEMO_SHIPPING_API_KEY=$shipping_key; fi
 
 export LOG_FORMAT=${LOG_FORMAT:-plain}
 export LOG_ROUTINE_LEVEL=${LOG_ROUTINE_LEVEL:-DEBUG}
@@ -92,7 +101,7 @@ stop() {
   stopping=1
   trap - INT TERM HUP
   if [ ${#pids[@]} -gt 0 ]; then
-    echo "Stopping the web server, the Celery worker and Celery beat…"
+    echo "Stopping the web server, the Celery worker, Celery beat and the demo MCP server…"
     # TERM to each main process lets gunicorn and Celery shut their children down in
     # order; whatever of a group is still there after 15 s is killed.
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -131,6 +140,8 @@ print_banner() {
                  Authorization: Bearer ${agent_key}
    Health        ${BASE_URL}/healthz   ${BASE_URL}/readyz
    Demo upstream ${BASE_URL}/demo/payments/refunds
+   Demo MCP      http://127.0.0.1:${MCP_PORT}/mcp   (shipping: track_shipment, schedule_pickup;
+                 README "Govern an MCP server", make it drift: POST /drift)
    Operator demo .venv/bin/python manage.py demo_scenarios   (fills triage, approvals, ledger)
 
  Demo credentials derive from SECRET_KEY: set SECRET_KEY (and TOOLHUB_ADMIN_PASSWORD)
@@ -143,27 +154,31 @@ AGENT_KEY=${agent_key}
 BANNER
 }
 
-echo "Starting the web server, a Celery worker and Celery beat on ${BASE_URL}…"
+echo "Starting the web server, a Celery worker and Celery beat on ${BASE_URL}, the demo MCP server on port ${MCP_PORT}…"
 start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
   --worker-class gthread --workers 2 --threads 4 --timeout 60 --graceful-timeout 5 \
   --no-control-socket
 # --quiet: no ASCII-art banners on stdout; what they say is in the logs, at DEBUG.
 start worker "$BIN/celery" -A toolhub --quiet worker --loglevel "$LOG_LEVEL" --concurrency 2 --hostname "toolhub@%h"
 start beat "$BIN/celery" -A toolhub --quiet beat --loglevel "$LOG_LEVEL"
+start "demo MCP server" "$PY" -m apps.demo_shop.shipping --port "$MCP_PORT"
 
-# The banner comes once the server answers /readyz (database and broker reachable), so it
-# is the last thing on the screen, not lost above the processes' startup lines.
-ready=0
-for _ in $(seq 1 60); do
-  if "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' \
-    "${BASE_URL}/readyz" 2>/dev/null; then ready=1; break; fi
-  stop_if_one_died
-  sleep 0.5
-done
-if [ "$ready" != 1 ]; then
-  echo "The web server did not answer ${BASE_URL}/readyz within 30 s; is port ${PORT} free?" >&2
+# The banner comes once the server answers /readyz (database and broker reachable) and the
+# demo MCP server its /healthz, so it is the last thing on the screen, not lost above the
+# processes' startup lines.
+answers() { "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$1" 2>/dev/null; }
+wait_for() {
+  local url=$1 what=$2 port=$3
+  for _ in $(seq 1 60); do
+    if answers "$url"; then return; fi
+    stop_if_one_died
+    sleep 0.5
+  done
+  echo "The ${what} did not answer ${url} within 30 s; is port ${port} free?" >&2
   stop 1
-fi
+}
+wait_for "${BASE_URL}/readyz" "web server" "$PORT"
+wait_for "http://127.0.0.1:${MCP_PORT}/healthz" "demo MCP server" "$MCP_PORT"
 print_banner
 
 while true; do

@@ -34,6 +34,7 @@ from apps.upstreams.services import credential_set, upstream_save
 
 from .models import DemoOrder, DemoRefund, OrderStatus, PaymentsFault, PaymentsFaultKind
 from .openapi import LIST_ORDER_REFUNDS, payments_openapi
+from .seed_shipping import shipping_seed
 from .selectors import (
     STATUS_ENDPOINT_DOWN_CACHE_KEY,
     order_get_for_user,
@@ -395,9 +396,10 @@ def demo_seed() -> SeedResult:
 
     Writes (each only when missing): tenant `demo`, agent `support-bot` and its derived
     key, superuser `admin` (password reset only if the printed one would not log in),
-    the demo order book, the four demo tools with a published v1, their grants to
-    support-bot, the tenant's `support` toolset with phases `lookup` and `resolve`, and a
-    draft imported from the payments provider's OpenAPI document. Audit events for the key,
+    the demo order book, the four demo tools with a published v1, the demo shipping MCP
+    server's upstream and its three tools (seed_shipping.py), their grants to support-bot,
+    the tenant's `support` toolset with phases `lookup` and `resolve`, and a draft imported
+    from the payments provider's OpenAPI document. Audit events for the key,
     each version it publishes and the import.
     """
     password = demo_admin_password()
@@ -409,6 +411,7 @@ def demo_seed() -> SeedResult:
         _seed_admin(password)
         _seed_orders()
         tools = {name: _seed_tool(tenant=tenant, name=name) for name in DEMO_TOOLS}
+        tools |= shipping_seed(tenant=tenant, agent_name=DEMO_AGENT, actor=SEED_ACTOR)
         for tool in tools.values():
             if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
                 grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)

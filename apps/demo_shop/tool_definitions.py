@@ -177,7 +177,9 @@ DEMO_TOOLS: dict[str, dict[str, Any]] = {
     "refund_payment": REFUND_PAYMENT,
 }
 SUPPORT_TOOLSET = "support"
+# The demo shipping MCP server's tools (seed_shipping.py) are in the toolset too.
 SUPPORT_PHASES: dict[str, list[str]] = {
-    "lookup": ["search_orders", "get_order"],
-    "resolve": ["search_orders", "get_order", "cancel_order", "refund_payment"],
+    "lookup": ["search_orders", "get_order", "track_shipment"],
+    "resolve": ["search_orders", "get_order", "cancel_order", "refund_payment", "track_shipment",
+                "pickup_status", "schedule_pickup"],
 }

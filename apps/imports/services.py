@@ -328,20 +328,41 @@ def mcp_import(
     grant_agents: Sequence[str] = (),
 ) -> ImportReport:
     """Import the tools the MCP server `upstream` (the tenant's or the platform's upstream of
-    kind `mcp`) lists, all or `tool_names`, into `tenant`'s catalog as drafts of the `mcp`
-    executor, like openapi_import: a tool imported before gets a new draft only when its
-    definition changed, and each version's `source` keeps the definition and its digest.
-    Writes tools, versions, grants, their audit events and one `mcp.import` event (none when
-    nothing changed). Raises ImportRefused with nothing written.
+    kind `mcp`) lists now, all or `tool_names`: mcp_definitions_import of its `tools/list`.
+    Raises ImportRefused with nothing written, also when the server cannot be listed.
     """
-    base_url, definitions = mcp_tool_definitions(tenant=tenant, upstream=upstream)
+    _, definitions = mcp_tool_definitions(tenant=tenant, upstream=upstream)
+    return mcp_definitions_import(tenant=tenant, upstream=upstream, definitions=definitions, actor=actor,
+                                  tool_names=tool_names, publish=publish, grant_agents=grant_agents)
+
+
+def mcp_definitions_import(
+    *,
+    tenant: Tenant,
+    upstream: str,
+    definitions: Sequence[dict[str, Any]],
+    actor: str,
+    tool_names: Sequence[str] | None = None,
+    publish: bool = False,
+    grant_agents: Sequence[str] = (),
+) -> ImportReport:
+    """Import tool definitions of the MCP server `upstream`, as its `tools/list` lists them,
+    all or `tool_names`, into `tenant`'s catalog as drafts of the `mcp` executor, like
+    openapi_import: a tool imported before gets a new draft only when its definition
+    changed, and each version's `source` keeps the definition and its digest. Writes tools,
+    versions, grants, their audit events and one `mcp.import` event (none when nothing
+    changed). Raises ImportRefused with nothing written.
+    """
+    found = upstream_get(tenant_id=tenant.pk, name=upstream)
+    if found is None or found.kind != UpstreamKind.MCP:
+        raise ImportRefused(f"Tenant {tenant.slug} has no MCP server upstream {upstream!r}.")
     by_name = {str(d["name"]): d for d in definitions}
     unknown = [name for name in tool_names or () if name not in by_name]
     if unknown:
         raise ImportRefused(
             f"{upstream} lists no tool {', '.join(unknown)}; it lists: {', '.join(by_name) or 'none'}."
         )
-    wanted = [by_name[name] for name in dict.fromkeys(tool_names)] if tool_names else definitions
+    wanted = [by_name[name] for name in dict.fromkeys(tool_names)] if tool_names else list(definitions)
     agents = _agents(tenant, grant_agents)
     with transaction.atomic():
         taken: set[str] = set()
@@ -360,7 +381,7 @@ def mcp_import(
                 data={"upstream": upstream, "results": {r.key: r.summary for r in results},
                       "granted": list(granted)},
             )
-    return ImportReport(upstream=upstream, base_url=base_url, title=f"the tools of {upstream}",
+    return ImportReport(upstream=upstream, base_url=found.base_url, title=f"the tools of {upstream}",
                         results=tuple(results), granted=granted)
 
 

@@ -22,6 +22,8 @@ from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
 
 pytestmark = pytest.mark.django_db
 
+SHIPPING_TOOLS = {"track_shipment", "schedule_pickup", "pickup_status"}
+
 SEARCH_ORDERS_EXPORTED = {
     "type": "object",
     "properties": {
@@ -141,17 +143,20 @@ def test_the_four_tools_are_published_granted_and_grouped_in_phases():
     versions = ToolVersion.objects.filter(tool__name__in=names)
     assert {(v.tool.name, v.number, v.status) for v in versions} == {(n, 1, "published") for n in names}
     assert all(v.published_at is not None for v in versions)
-    assert set(Grant.objects.filter(agent=agent).values_list("tool__name", flat=True)) == names
+    granted = set(Grant.objects.filter(agent=agent).values_list("tool__name", flat=True))
+    assert granted == names | SHIPPING_TOOLS
     toolset = Toolset.objects.get(name="support")
     phases = {p.name: {t.name for t in p.tools.all()} for p in toolset.phases.all()}
-    assert phases == {"lookup": {"search_orders", "get_order"}, "resolve": names}
+    assert phases == {"lookup": {"search_orders", "get_order", "track_shipment"},
+                      "resolve": names | SHIPPING_TOOLS}
 
 
 def test_every_tool_binds_user_id_to_the_session_and_describes_every_parameter():
     _seed()
 
-    # the published tools; the imported draft is a curator's to review (test_openapi_document.py)
-    for version in ToolVersion.objects.filter(status="published"):
+    # the shop's published tools; the imported draft is a curator's to review
+    # (test_openapi_document.py); the shipping server's tools know no user (test_seed_shipping.py)
+    for version in ToolVersion.objects.filter(status="published").exclude(executor="mcp"):
         schema = version.parameters
         assert version.context_bindings == {"user_id": {"source": "session.subject", "policy": "must_match"}}
         assert schema["properties"]["user_id"]["type"] == "string"
@@ -202,6 +207,7 @@ def test_the_refund_tool_that_uses_the_platforms_payments_key_is_a_shared_tool()
     assert owners == {
         "search_orders": "demo", "get_order": "demo", "cancel_order": "demo", "refund_payment": None,
         "list_order_refunds": "demo",  # imported from the provider's OpenAPI document
+        **{name: "demo" for name in SHIPPING_TOOLS},  # the tenant's MCP server's
     }
     agent = Agent.objects.get(tenant__slug="demo", name="support-bot")
     assert Grant.objects.filter(agent=agent, tool__name="refund_payment").exists()

@@ -28,7 +28,7 @@ IDLE_CHATTER = ("Sending due task", "] received", "] succeeded in", "Booting wor
 BEAT_PERIOD_S = 10
 
 
-def _environment(var_dir: Path, port: int) -> dict[str, str]:
+def _environment(var_dir: Path, port: int, mcp_port: int) -> dict[str, str]:
     """The developer's environment less the test run's settings, on a scratch var dir:
     whatever their .env says, nothing of theirs is used or overwritten."""
     env = {
@@ -39,6 +39,7 @@ def _environment(var_dir: Path, port: int) -> dict[str, str]:
     }
     env.update(
         TOOLHUB_PORT=str(port),
+        TOOLHUB_DEMO_MCP_PORT=str(mcp_port),
         TOOLHUB_VAR_DIR=str(var_dir),
         DATABASE_URL=f"sqlite:///{var_dir / 'toolhub.sqlite3'}",
         CELERY_BROKER_URL="filesystem://",
@@ -74,13 +75,13 @@ def _alive(pid: int) -> bool:
 
 
 def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all_with_0(tmp_path):
-    port, var_dir = free_port(), tmp_path / "var"
+    port, mcp_port, var_dir = free_port(), free_port(), tmp_path / "var"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as stdout, open(err, "w") as stderr:
         run = subprocess.Popen(
             [str(ROOT / "scripts" / "run.sh")],
             cwd=ROOT,
-            env=_environment(var_dir, port),
+            env=_environment(var_dir, port, mcp_port),
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
@@ -97,6 +98,7 @@ def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all
         children = _descendants(run.pid)
         ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5)
         refused = httpx.get(f"http://127.0.0.1:{port}/api/v1/tools", timeout=5)
+        demo_mcp = httpx.get(f"http://127.0.0.1:{mcp_port}/healthz", timeout=5)
 
         # When it idles for a round of beat's jobs, then gets Ctrl-C
         time.sleep(BEAT_PERIOD_S + 2)
@@ -110,6 +112,8 @@ def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all
         assert ready.status_code == 200 and refused.status_code == 401
         assert printed.index("Starting the web server") < printed.index("ToolHub is running")
         assert f"Admin         http://127.0.0.1:{port}/admin/" in printed
+        assert f"Demo MCP      http://127.0.0.1:{mcp_port}/mcp" in printed
+        assert demo_mcp.status_code == 200
         assert "[tasks]" not in printed and "LocalTime ->" not in printed  # Celery's own banners
         lines = logs.splitlines()
         assert "INFO    toolhub.access: GET /api/v1/tools 401" in logs
@@ -119,6 +123,8 @@ def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all
         assert "Stopped." in printed
         assert children and [pid for pid in children if _alive(pid)] == []
         assert var_dir.joinpath("toolhub.sqlite3").exists()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{mcp_port}/healthz", timeout=5)
     finally:
         if run.poll() is None:
             run.kill()

@@ -204,6 +204,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Outbound secrets are referenced by name from executor configs, never sent as arguments.
 TOOLHUB_SECRETS = {
     "DEMO_PAYMENTS_API_KEY": env.str("DEMO_PAYMENTS_API_KEY", default="demo-payments-secret"),
+    # What the demo shipping MCP server expects as its bearer token (it reads the same variable).
+    "DEMO_SHIPPING_API_KEY": env.str("DEMO_SHIPPING_API_KEY", default="demo-shipping-secret"),
 }
 # Keys that encrypt upstream credentials at rest (apps/upstreams/crypto.py): comma-separated
 # Fernet keys, newest first; the newest encrypts, all decrypt (`manage.py rotate_credentials`
@@ -217,6 +219,12 @@ TOOLHUB_DEMO_ENABLED = env.bool("TOOLHUB_DEMO_ENABLED", default=True)
 TOOLHUB_DEMO_PAYMENTS_URL = env.str(
     "TOOLHUB_DEMO_PAYMENTS_URL",
     default=f"http://127.0.0.1:{env.int('TOOLHUB_PORT', default=8000)}/demo/payments",
+)
+# Where the mcp executor reaches the demo shipping MCP server `make run` starts
+# (apps/demo_shop/shipping), on TOOLHUB_DEMO_MCP_PORT: by default the port after TOOLHUB_PORT.
+TOOLHUB_DEMO_MCP_PORT = env.int("TOOLHUB_DEMO_MCP_PORT", default=env.int("TOOLHUB_PORT", default=8000) + 1)
+TOOLHUB_DEMO_SHIPPING_MCP_URL = env.str(
+    "TOOLHUB_DEMO_SHIPPING_MCP_URL", default=f"http://127.0.0.1:{TOOLHUB_DEMO_MCP_PORT}/mcp"
 )
 # Egress policy of executors (apps/gateway/executors/egress.py): loopback, private,
 # link-local, unique-local and cloud-metadata addresses are refused unless this names the
