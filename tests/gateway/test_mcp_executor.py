@@ -4,8 +4,12 @@ executor's would be classified."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -125,6 +129,38 @@ def test_the_egress_policy_refuses_before_connecting(api, agent, shipping, setti
     assert "Nothing was sent" in body["message"]
     assert shipping.initializes == 0 and shipping.pickups == []
     assert LedgerEntry.objects.get().state == LedgerState.FAILED
+
+
+@pytest.fixture
+def rebinding_dns(monkeypatch) -> None:
+    """`rebind.test` resolves to a public address on the caller's thread (where ToolHub checks
+    a URL before opening a session) and to loopback on any other (where a connection is made):
+    a hostile DNS server changing its answer between the check and the connection."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host in ("rebind.test", b"rebind.test"):  # anyio asks with the IDNA-encoded bytes
+            host = "93.184.216.34" if threading.current_thread() is threading.main_thread() else "127.0.0.1"
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def test_a_name_that_rebinds_to_loopback_after_the_check_reaches_nothing(
+    api, agent, shipping, settings, rebinding_dns
+):
+    # given: loopback is not allowed, and the server's name passes the check, then rebinds
+    settings.TOOLHUB_EGRESS_ALLOW = []
+    register(agent, shipping.url.replace("127.0.0.1", "rebind.test"))
+    mcp_tool(agent, "track_shipment")
+
+    # when
+    body = invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()
+
+    # then: the address connected to is the one checked, so the server hears nothing
+    assert (body["status"], body["kind"]) == ("error", "unavailable"), body
+    assert f"rebind.test:{urlsplit(shipping.url).port} (127.0.0.1) is a loopback address" in body["message"]
+    assert shipping.initializes == 0 and shipping.authorizations == []
 
 
 def test_an_http_upstream_is_not_an_mcp_server(api, agent, shipping):

@@ -5,7 +5,8 @@ The decision that counts is made on the address actually connected to: `EgressTr
 resolves the name itself, checks every address it resolves to, then connects to a checked
 address (the URL's host still goes in the Host header and the TLS SNI). A name that
 resolves to a public address when checked and to 127.0.0.1 when connected (DNS rebinding)
-therefore gets nowhere.
+therefore gets nowhere. `AsyncEgressTransport` does the same for the MCP SDK's async client
+(httpx2, whose pool takes the same kind of network backend).
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ import socket
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import anyio
 import httpcore
+import httpcore2
 import httpx
+import httpx2
 
 from apps.common.egress import EgressRefused, IPAddress, egress_policy
 
@@ -35,11 +39,7 @@ class _PolicedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        addresses = _resolve(host, port)
-        policy = egress_policy()
-        for address in addresses:
-            if reason := policy.refusal(host, port, address):
-                raise EgressRefused(reason)
+        addresses = _allowed_addresses(host, port, _resolve(host, port))
         error: Exception = httpcore.ConnectError(f"{host} resolved to no address")
         for address in addresses:
             try:
@@ -58,11 +58,56 @@ class _PolicedBackend(httpcore.NetworkBackend):
         self._backend.sleep(seconds)
 
 
-def _resolve(host: str, port: int) -> Sequence[IPAddress]:
+class _PolicedAsyncBackend(httpcore2.AsyncNetworkBackend):
+    """_PolicedBackend for httpcore2's async pool; the name is resolved on a worker thread."""
+
+    def __init__(self) -> None:
+        self._backend = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        resolved = await anyio.to_thread.run_sync(_resolve, host, port, httpcore2.ConnectError)
+        addresses = _allowed_addresses(host, port, resolved)
+        error: Exception = httpcore2.ConnectError(f"{host} resolved to no address")
+        for address in addresses:
+            try:
+                return await self._backend.connect_tcp(
+                    str(address), port, timeout=timeout, local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                error = exc
+        raise error
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore2.AsyncNetworkStream:
+        raise EgressRefused("executors never connect to Unix sockets")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+def _allowed_addresses(host: str, port: int, addresses: Sequence[IPAddress]) -> Sequence[IPAddress]:
+    """`addresses` once the policy allows every one of them; raises EgressRefused otherwise."""
+    policy = egress_policy()
+    for address in addresses:
+        if reason := policy.refusal(host, port, address):
+            raise EgressRefused(reason)
+    return addresses
+
+
+def _resolve(
+    host: str, port: int, error: type[Exception] = httpcore.ConnectError
+) -> Sequence[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise httpcore.ConnectError(f"could not resolve {host}: {exc}") from None
+        raise error(f"could not resolve {host}: {exc}") from None
     addresses: list[IPAddress] = []
     for *_, sockaddr in infos:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
@@ -97,11 +142,31 @@ class EgressTransport(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
+class AsyncEgressTransport(httpx2.AsyncHTTPTransport):
+    """EgressTransport for httpx2's async client (the MCP SDK's)."""
+
+    def __init__(self) -> None:
+        limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
+        super().__init__(trust_env=False, limits=limits)
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=httpx2.create_ssl_context(trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_PolicedAsyncBackend(),
+        )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if reason := egress_policy().url_refusal(str(request.url)):
+            raise EgressRefused(reason)
+        return await super().handle_async_request(request)
+
+
 def destination_refusal(url: str) -> str | None:
     """Why the policy refuses `url`, judged as written and on every address its host resolves
-    to now; None when allowed. For clients that cannot take EgressTransport (the MCP SDK's
-    async client): they resolve the name again when connecting, so this is checked just before.
-    Raises httpcore.ConnectError when the name does not resolve."""
+    to now; None when allowed. Asked before an MCP session is opened, for a refusal that names
+    its reason (AsyncEgressTransport enforces it on each connection). Raises
+    httpcore.ConnectError when the name does not resolve."""
     policy = egress_policy()
     if reason := policy.url_refusal(url):
         return reason

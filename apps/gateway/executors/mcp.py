@@ -5,14 +5,15 @@ the upstream's tool. Calls go through the official SDK client, on one session pe
 URL and credential reused by every call of the process (mcp_sessions.py).
 
 The egress policy judges the URL and every address its host resolves to before a session
-is made (the SDK's client cannot take EgressTransport, so it resolves the name once more
-when connecting). Failures are classified like the `http` executor's: refused by policy or
-configuration → `unavailable`; nothing reached the server (connection refused, a failed
-handshake, a timeout before the call was sent) → not sent; no answer in time after sending
-→ timed out; the session broke after sending, or a JSON-RPC error other than a refusal of
-the request itself (the SDK reports a stream that ended without an answer as one) →
-ambiguous. A result with `isError: true` is the server's refusal: an `upstream_error`
-quoting its text as data, its content in `raw`.
+is made, for a refusal that says why, and again on each connection the session's client
+makes (AsyncEgressTransport: it connects only to the addresses it checked). Failures are
+classified like the `http` executor's: refused by policy or configuration → `unavailable`;
+nothing reached the server (connection refused, a failed handshake, a timeout before the
+call was sent) → not sent; no answer in time after sending → timed out; the session broke
+after sending, or a JSON-RPC error other than a refusal of the request itself (the SDK
+reports a stream that ended without an answer as one) → ambiguous. A result with
+`isError: true` is the server's refusal: an `upstream_error` quoting its text as data, its
+content in `raw`.
 
 MCP has no standard status lookup. A write carries the ledger's idempotency key in the tool
 argument the version's `idempotency_argument` names; when its outcome is unknown, the
@@ -42,6 +43,7 @@ from mcp_types import (
     Tool,
 )
 
+from apps.common.egress import EgressRefused
 from apps.common.errors import UnavailableError, UpstreamError
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
@@ -177,7 +179,12 @@ def run_mcp(request: ExecutionRequest) -> Any:
             hint="This needs an operator (the tool's upstream configuration); tell the user and do "
             "not retry.",
         )) from None
+    except EgressRefused as exc:
+        # A connection refused at connect time, its address checked (a name rebound since).
+        raise _unavailable(request, exc.reason) from None
     except SessionLost as exc:
+        if isinstance(exc.cause, EgressRefused):
+            raise _unavailable(request, exc.cause.reason) from None
         if isinstance(exc.cause, httpx2.ConnectError):
             raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider") from None
         raise ExecutionAmbiguous(f"the session broke after sending: {exc}") from None
@@ -231,6 +238,8 @@ def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
         raise ListingFailed(
             f"upstream {upstream.name} refused tools/list: {endpoint.hidden(exc.message)[:MESSAGE_CHARS]}"
         ) from None
+    except EgressRefused as exc:
+        raise ListingFailed(f"upstream {upstream.name} is refused: {exc.reason}") from None
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was listed
         raise ListingFailed(f"no session with upstream {upstream.name}: {type(leaf(exc)).__name__}") \
             from None

@@ -25,6 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from .egress import AsyncEgressTransport
+
 T = TypeVar("T")
 # The SDK's defaults: a session's GET stream may stay quiet for minutes.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
@@ -103,6 +105,7 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
         try:
             async with (
                 httpx2.AsyncClient(
+                    transport=AsyncEgressTransport(),
                     headers=dict(headers), timeout=_HTTP_TIMEOUT, trust_env=False, follow_redirects=False,
                     event_hooks={"response": [on_response]},
                 ) as http,
