@@ -32,16 +32,24 @@ class InvocationRollup(models.Model):
         return f"{self.hour:%Y-%m-%d %H:00} {self.tool_name} {self.status}: {self.calls}"
 
 
-class LatencyRollup(models.Model):
-    """How many calls of one tenant, tool name and hour took a latency in one bucket
+class LatencyCounts(models.Model):
+    """How many calls of one tenant and tool name took a latency in one bucket
     (apps/dashboards/latency_buckets.py): the mergeable sketch behind the percentiles."""
 
-    hour = models.DateTimeField()
     tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.CASCADE, related_name="+")
     tool_name = models.CharField(max_length=200)
     has_version = models.BooleanField()
     bucket = models.SmallIntegerField()
     calls = models.PositiveIntegerField()
+
+    class Meta:
+        abstract = True
+
+
+class LatencyRollup(LatencyCounts):
+    """The latency counts of one UTC hour."""
+
+    hour = models.DateTimeField()
 
     class Meta:
         constraints = [
@@ -56,16 +64,11 @@ class LatencyRollup(models.Model):
         return f"{self.hour:%Y-%m-%d %H:00} {self.tool_name} bucket {self.bucket}: {self.calls}"
 
 
-class DailyLatencyRollup(models.Model):
+class DailyLatencyRollup(LatencyCounts):
     """LatencyRollup's counts added up per UTC day, for the whole days of the rolled-up hours:
     a month of percentiles reads 30 rows per tool and bucket instead of 720."""
 
     day = models.DateTimeField()
-    tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.CASCADE, related_name="+")
-    tool_name = models.CharField(max_length=200)
-    has_version = models.BooleanField()
-    bucket = models.SmallIntegerField()
-    calls = models.PositiveIntegerField()
 
     class Meta:
         constraints = [
