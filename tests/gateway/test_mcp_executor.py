@@ -163,6 +163,25 @@ def test_a_name_that_rebinds_to_loopback_after_the_check_reaches_nothing(
     assert shipping.initializes == 0 and shipping.authorizations == []
 
 
+def test_a_credential_the_server_echoes_never_reaches_the_model(api, agent, shipping):
+    # given: a tool that answers with the request's Authorization header, as debug tools do
+    def whoami(shipment_id: str) -> dict[str, str]:
+        """Who is asking."""
+        return {"shipment_id": shipment_id, "you_sent": shipping.authorizations[-1]}
+
+    shipping.add_tool(whoami, annotations={"readOnlyHint": True})
+    register(agent, shipping.url)
+    mcp_tool(agent, "whoami")
+
+    # when
+    answered = invoke(api, "whoami", {"shipment_id": "s-1"})
+
+    # then: the server got the key, the model reads it redacted, and the ledger holds none
+    assert shipping.authorizations[-1] == f"Bearer {SECRET}"
+    assert answered.json()["data"] == {"shipment_id": "s-1", "you_sent": "[redacted]"}
+    assert SECRET not in answered.content.decode()
+
+
 def test_an_http_upstream_is_not_an_mcp_server(api, agent, shipping):
     register(agent, shipping.url, kind="http")
     mcp_tool(agent, "track_shipment")
