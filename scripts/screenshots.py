@@ -3,45 +3,73 @@
     DATABASE_URL=postgres://…/scratch .venv/bin/python scripts/screenshots.py
 
 Migrates and seeds the given (scratch!) database with the demo and a day of operations,
-serves it with Django's runserver on a free loopback port, and has headless Chromium
-(Debian's, /usr/bin/chromium) save docs/admin-version.png, docs/admin-version-unsaved.png,
-docs/admin-dashboard.png, docs/admin-triage.png, docs/admin-triage-entry.png,
+serves it with Django's runserver and the demo shipping MCP server (its state in a temporary
+file) on free loopback ports, and has headless Chromium (Debian's, /usr/bin/chromium) save
+docs/admin-mcp-import.png (the server's tools as it lists them), then makes the server change
+a description and runs sync_upstreams, as README "Govern an MCP server" step 6 does, and saves
+docs/admin-version.png, docs/admin-version-unsaved.png, docs/admin-dashboard.png (with the
+open drift finding), docs/admin-triage.png, docs/admin-triage-entry.png,
 docs/admin-invocations.png, docs/admin-payments-faults.png (an empty list explaining itself),
-docs/admin-openapi-import.png and docs/admin-credential.png.
+docs/admin-openapi-import.png, docs/admin-credential.png, docs/admin-drift-findings.png and
+docs/admin-drift-finding.png. Both servers are stopped at the end, also on error.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import random
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings.base")
-# The seed publishes refund_payment, which reaches the demo upstream on loopback (as make run does).
+# The seed publishes refund_payment, which reaches the demo upstream on loopback (as make run does),
+# and the drift check lists the demo MCP server's tools on loopback.
 os.environ.setdefault("TOOLHUB_EGRESS_ALLOW", "127.0.0.1:*")
+# sync_upstreams' MCP client logs each request at INFO; the script's output is its own lines
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+# The seed points the upstream demo-shipping at this port, where main() starts the demo MCP
+# server; set before the settings are read, overriding .env, so nothing else is reached.
+MCP_PORT = free_port()
+os.environ["TOOLHUB_DEMO_MCP_PORT"] = str(MCP_PORT)
+os.environ["TOOLHUB_DEMO_SHIPPING_MCP_URL"] = f"http://127.0.0.1:{MCP_PORT}/mcp"
 
 import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from apps.audit.models import Invocation  # noqa: E402
 from apps.capabilities.models import CapabilityRequest  # noqa: E402
-from apps.catalog.models import ToolVersion, VersionStatus  # noqa: E402
+from apps.catalog.models import DriftFinding, ToolVersion, VersionStatus  # noqa: E402
 from apps.catalog.services import version_create_draft_from, version_save_draft  # noqa: E402
 from apps.demo_shop.models import PaymentsFault  # noqa: E402
 from apps.ledger.models import Approval, LedgerEntry, LedgerState, ReconcileAttempt  # noqa: E402
 from apps.tenancy.models import Agent, Tenant  # noqa: E402
+from apps.upstreams.models import Upstream  # noqa: E402
 
 USER, PASSWORD = "screenshots", "screenshots-only-pw"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -97,6 +125,8 @@ def seed() -> ToolVersion:
                             reason="amount_cents is 48000, above 45000: an operator must approve it.",
                             expires_at=now + timedelta(minutes=50))
     PaymentsFault.objects.all().delete()
+    # the finding the shots show is the one this run's drift makes, not a rerun's leftover
+    DriftFinding.objects.filter(tenant=tenant).delete()
     for name, count in [("export_invoice_pdf", 41), ("change_shipping_address", 17), ("track_parcel", 9)]:
         CapabilityRequest.objects.update_or_create(
             tenant=tenant, name=name, defaults={"count": count, "first_seen": now - timedelta(days=3),
@@ -111,16 +141,36 @@ def seed() -> ToolVersion:
     return version_save_draft(version=draft, actor="screenshots")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@contextmanager
+def serving(what: str, args: list[str], port: int, env: dict[str, str]) -> Iterator[None]:
+    """`args` running until the block ends (also on error), once it accepts connections on `port`."""
+    process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if process.poll() is not None:
+                sys.exit(f"The {what} exited (status {process.returncode}) before it answered "
+                         f"on port {port}.")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            sys.exit(f"The {what} did not answer on port {port} within 20 s.")
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
-def shoot(base: str, draft: ToolVersion) -> None:
+@contextmanager
+def admin_page(base: str) -> Iterator[Any]:
+    """A Chromium page logged into the admin; no ORM inside (Playwright runs an event loop)."""
     from playwright.sync_api import sync_playwright
-
-    demo_tenant_id = Tenant.objects.get(slug="demo").pk  # no ORM inside Playwright's event loop
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
@@ -130,6 +180,39 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.fill("#id_username", USER)
         page.fill("#id_password", PASSWORD)
         page.click("input[type=submit]")
+        yield page
+        browser.close()
+
+
+def shoot_mcp_import(base: str, upstream_id: int) -> None:
+    """The upstream's Import tools page before any drift: the tools as the server lists them."""
+    with admin_page(base) as page:
+        page.goto(f"{base}/admin/upstreams/upstream/{upstream_id}/change/")
+        page.click("#import-tools")
+        # a short page: down to its button, not a viewport of blank space
+        button = page.locator("#listed-tools ~ .submit-row").bounding_box()
+        page.screenshot(path=str(ROOT / "docs/admin-mcp-import.png"),
+                        clip={"x": 0, "y": 0, "width": 1440, "height": button["y"] + button["height"] + 24})
+
+
+def make_drift() -> None:
+    """What a rug pull does, as README step 6: the server rewrites track_shipment's description,
+    and the drift check (sync_upstreams, as beat runs it) records it as a finding."""
+    key = settings.TOOLHUB_SECRETS["DEMO_SHIPPING_API_KEY"]
+    request = urllib.request.Request(f"http://127.0.0.1:{MCP_PORT}/drift", method="POST", data=b"",
+                                     headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        drifted = json.load(answer)["tool"]
+    report = io.StringIO()
+    call_command("sync_upstreams", tenant="demo", upstream="demo-shipping", stdout=report, stderr=report)
+    if not DriftFinding.objects.filter(tenant__slug="demo", upstream_tool=drifted, reviewed_at=None).exists():
+        sys.exit(f"sync_upstreams recorded no open finding for {drifted}; it said:\n{report.getvalue()}")
+
+
+def shoot(base: str, draft: ToolVersion) -> None:
+    demo_tenant_id = Tenant.objects.get(slug="demo").pk  # no ORM inside Playwright's event loop
+
+    with admin_page(base) as page:
         page.goto(f"{base}/admin/catalog/toolversion/{draft.pk}/change/")
         page.screenshot(path=str(ROOT / "docs/admin-version.png"), full_page=True)
         # the same draft after an edit that failed validation: Publish is off until it is saved
@@ -158,32 +241,37 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.goto(f"{base}/admin/upstreams/credential/")
         page.locator("#result_list a", has_text="demo-payments-key").first.click()
         page.screenshot(path=str(ROOT / "docs/admin-credential.png"), full_page=True)
-        browser.close()
+        # the open findings, as the dashboard's panel links to them, and the rug pull's diff
+        page.goto(f"{base}/admin/catalog/driftfinding/?review=open")
+        page.screenshot(path=str(ROOT / "docs/admin-drift-findings.png"))
+        page.locator("#result_list a", has_text="track_shipment").first.click()
+        # its diff and what it is about; both definitions in full follow further down
+        page.screenshot(path=str(ROOT / "docs/admin-drift-finding.png"))
 
 
 def main() -> None:
     if "DATABASE_URL" not in os.environ:
         sys.exit("Set DATABASE_URL to a scratch database: this script seeds it.")
     draft = seed()
+    shipping = Upstream.objects.get(tenant__slug="demo", name="demo-shipping")
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"], cwd=ROOT,
-        env={**os.environ, "DEBUG": "false"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(50):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        shoot(f"http://127.0.0.1:{port}", draft)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-    print("Saved docs/admin-version.png, admin-version-unsaved.png, admin-dashboard.png, admin-triage.png, "
-          "admin-triage-entry.png, admin-invocations.png, admin-payments-faults.png, "
-          "admin-openapi-import.png, admin-credential.png")
+    env = {**os.environ, "DEBUG": "false",
+           "DEMO_SHIPPING_API_KEY": settings.TOOLHUB_SECRETS["DEMO_SHIPPING_API_KEY"]}
+    base = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as state_dir:
+        mcp_server = [sys.executable, "-m", "apps.demo_shop.shipping", "--port", str(MCP_PORT),
+                      "--state", str(Path(state_dir) / "demo-shipping.json")]
+        web_server = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
+                      "--insecure"]
+        with serving("demo MCP server", mcp_server, MCP_PORT, env), \
+                serving("web server", web_server, port, env):
+            shoot_mcp_import(base, shipping.pk)
+            make_drift()
+            shoot(base, draft)
+    print("Saved docs/admin-mcp-import.png, admin-version.png, admin-version-unsaved.png, "
+          "admin-dashboard.png,\nadmin-triage.png, admin-triage-entry.png, admin-invocations.png, "
+          "admin-payments-faults.png,\nadmin-openapi-import.png, admin-credential.png, "
+          "admin-drift-findings.png, admin-drift-finding.png")
 
 
 if __name__ == "__main__":
