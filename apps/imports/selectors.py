@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.text import Truncator
+
 from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.selectors import tool_visible_by_name
 from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
@@ -59,8 +61,9 @@ def mcp_tools_offered(
         except Unsupported as exc:
             side_effect, problem = "", str(exc)
         before = tenant and version_imported_from(tenant=tenant, upstream=upstream, key=name, kind="mcp")
+        description = Truncator(str(definition.get("description") or "")).chars(DESCRIPTION_CHARS)
         offered.append(ListedTool(
-            name=name, description=str(definition.get("description") or "")[:DESCRIPTION_CHARS],
+            name=name, description=description,
             side_effect=side_effect, hints=hints_note(definition), problem=problem,
             imported=version_latest(tool=before.tool) if before else None,
         ))

@@ -152,3 +152,20 @@ def test_a_platform_servers_tools_are_imported_by_a_superuser_into_the_tenant_pi
     version = ToolVersion.objects.select_related("tool").get(source__kind="mcp")
     assert version.tool.tenant == world.globex.tenant
     assert version.executor_config == {"upstream": "platform-shipping", "tool": "track_shipment"}
+
+
+def test_a_long_description_is_shown_cut_with_an_ellipsis_not_as_if_the_server_ended_there(world, shipping):
+    # given: a tool whose description runs past what the page shows
+    def rates(shipment_id: str) -> str:
+        return "12.50 EUR"
+
+    shipping.add_tool(rates, description="Shipping rates. " + "Read the carrier's terms first. " * 20)
+    upstream = mcp_server(world.acme.tenant, shipping.url)
+
+    # when
+    html = curator("acme-curator", world.acme.tenant).get(page_of(upstream)).content.decode()
+
+    # then
+    row = html[html.index("<code>rates</code>"):]
+    row = row[: row.index("</tr>")]
+    assert "Shipping rates. Read the carrier" in row and "…" in row
