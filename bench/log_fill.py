@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from apps.catalog.models import ToolVersion
 from apps.tenancy.models import Agent, Tenant
@@ -115,9 +115,10 @@ def fill(table: str, sql: str, *, rows: int, days: int, targets: int) -> None:
     if run(f"SELECT count(*) FROM {table}")[0][0] >= rows:
         say(f"{table} already holds {rows:,} rows")
         return
-    run(f"TRUNCATE {table}")
     started = time.perf_counter()
-    with without_indexes(table):
+    # One transaction: an interrupted fill leaves the table as it was, indexes included.
+    with transaction.atomic(), without_indexes(table):
+        run(f"TRUNCATE {table}")
         for first in range(1, rows + 1, CHUNK):
             last = min(first + CHUNK - 1, rows)
             run(sql, {"first": first, "last": last, "days": days, "targets": targets})
