@@ -14,7 +14,8 @@ into the partitioned table and a plain one. With --compare-periods it copies bot
 into tables partitioned the other way (invocations by week, audit events by day) and times
 the SQL the changelists ran on both shapes (EXPLAIN ANALYZE: planning and execution). With
 --retention, last, it times a retention run that drops the month of filled partitions
-(destructive: the next run fills again). Prints Markdown for docs/performance.md. Never part of the test suite.
+(destructive: the next run fills again). Prints Markdown for docs/performance.md. Never
+part of the test suite.
 """
 
 from __future__ import annotations
