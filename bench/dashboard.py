@@ -1,8 +1,9 @@
-"""Time the operators' dashboard for a window, reading raw rows or hourly rollups.
+"""Time the operators' dashboard for a window, reading raw rows or hourly rollups, and
+time rolling the invocation log up.
 
-Reusable on any filled database (scripts/bench_dashboard.py fills a scratch one): the
-dashboard view through Django's test client, logged in as the given user, one warm-up and
-the median of `runs` loads, with the number of SQL statements of a load.
+Reusable on any filled database (scripts/bench_logs.py --dashboards fills a scratch one):
+the dashboard view through Django's test client, logged in as the given user, one warm-up
+and the median of `runs` loads, with the number of SQL statements of a load.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from apps.dashboards.models import RollupCoverage
+from apps.dashboards.models import DailyLatencyRollup, InvocationRollup, LatencyRollup, RollupCoverage
+from apps.dashboards.rollups import RollupReport, roll_up_invocations
+
+ROLLUPS = [model._meta.db_table for model in (InvocationRollup, LatencyRollup, DailyLatencyRollup)]
 
 
 @dataclass(frozen=True)
@@ -54,3 +58,20 @@ def raw_rows_only() -> Iterator[None]:
             yield
         finally:
             RollupCoverage.objects.bulk_create(coverage)
+
+
+def timed_rollup(*, from_scratch: bool) -> tuple[RollupReport, float]:
+    """A rollup run and its seconds: from the oldest raw row with every rollup row and the
+    coverage deleted first, or as the scheduled job runs (the last hours again, and new ones).
+    The rollup tables are analyzed after, as autovacuum would soon do."""
+    if from_scratch:
+        RollupCoverage.objects.all().delete()
+        with connection.cursor() as cursor:
+            cursor.execute(f"TRUNCATE {', '.join(ROLLUPS)}")
+    started = time.perf_counter()
+    report = roll_up_invocations()
+    elapsed = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        for table in ROLLUPS:
+            cursor.execute(f"ANALYZE {table}")
+    return report, elapsed

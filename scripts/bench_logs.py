@@ -1,17 +1,21 @@
 """The partitioned logs at size: 10 million invocations over 30 days and 1 million audit events.
 
     DATABASE_URL=postgres://…/toolhub_parts_bench .venv/bin/python scripts/bench_logs.py \\
-        [--invocations 10000000] [--audit 1000000] [--compare-periods] [--retention]
+        [--invocations 10000000] [--audit 1000000] [--dashboards [--raw-dashboards]] \\
+        [--writer] [--compare-periods] [--retention]
 
-Fills a scratch PostgreSQL database (its name must contain "bench") with generate_series,
-server-side, with the tables' indexes and foreign keys dropped during the fill and rebuilt
-after; then times through Django's test client (a superuser and staff scoped to one tenant,
-one warm-up, median of five) the invocation list, its filters and the audit list. With
---compare-periods it copies both logs into tables partitioned the other way (invocations by
-week, audit events by day) and times the SQL the changelists ran on both shapes (EXPLAIN
-ANALYZE: planning and execution). With --retention, last, it times a retention run that
-drops the month of filled partitions (destructive: the next run fills again). Prints
-Markdown for docs/performance.md. Never part of the test suite.
+Fills a scratch PostgreSQL database (its name must contain "bench") server-side
+(bench/log_fill.py), then times through Django's test client (a superuser and staff scoped
+to one tenant, one warm-up, median of five) the invocation list, its filters and the audit
+list. With --dashboards it rolls the month up from scratch and once as the scheduled job
+does, and times the 7- and 30-day dashboards over every tenant on the rollups (and on raw
+rows with --raw-dashboards; bench/dashboard.py). With --writer it times the log's writer
+into the partitioned table and a plain one. With --compare-periods it copies both logs
+into tables partitioned the other way (invocations by week, audit events by day) and times
+the SQL the changelists ran on both shapes (EXPLAIN ANALYZE: planning and execution). With
+--retention, last, it times a retention run that drops the month of filled partitions
+(destructive: the next run fills again). Prints Markdown for docs/performance.md. Never
+part of the test suite.
 """
 
 from __future__ import annotations
@@ -22,8 +26,6 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -39,7 +41,6 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import Permission, User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
@@ -47,35 +48,13 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from apps.audit import partitioning  # noqa: E402
 from apps.audit.models import Invocation  # noqa: E402
 from apps.audit.partitions import LOGS, apply_retention, create_ahead  # noqa: E402
-from apps.catalog.models import ToolVersion  # noqa: E402
 from apps.common.db import bulk_append  # noqa: E402
 from apps.tenancy.models import Agent, StaffScope, Tenant  # noqa: E402
+from bench.dashboard import PageTiming, raw_rows_only, time_dashboard, timed_rollup  # noqa: E402
+from bench.log_fill import AUDIT_DAYS, FILL_AUDIT, FILL_INVOCATIONS, fill, run, say, seed  # noqa: E402
 
 INVOCATIONS, AUDIT = LOGS
-CHUNK = 1_000_000
-
-FILL_INVOCATIONS = """
-INSERT INTO audit_invocation (tenant_id, agent_id, task_id, call_id, tool_name, version_number, status, kind,
-    latency_ms, args_chars, result_chars, execution_id, dry_run, envelope, created_at)
-SELECT t.tenant_id, t.agent_id, 'bench-' || (g / 4), 'call_' || (g %% 4), t.tool, 1,
-    CASE WHEN g %% 10 = 0 THEN 'error' WHEN g %% 10 = 1 THEN 'empty' ELSE 'ok' END,
-    CASE WHEN g %% 10 = 0 THEN (ARRAY['invalid_args','timeout','forbidden','business_rule'])[1 + g %% 4]
-         ELSE '' END,
-    5 + random() * 200, 60, 400, NULL, false, '{"status": "ok", "data": [1, 2, 3]}'::jsonb,
-    now() - random() * interval '30 days'
-FROM generate_series(%(first)s, %(last)s) AS g
-JOIN bench_targets AS t ON t.n = g %% %(targets)s
-"""
-
-FILL_AUDIT = """
-INSERT INTO audit_auditevent (tenant_id, actor, action, target_type, target_id, note, data, at)
-SELECT t.tenant_id, 'ops-' || (g %% 20),
-    (ARRAY['tool.publish','tool.draft','grant.create','policy.update','key.issue'])[1 + g %% 5],
-    'catalog.ToolVersion', (g %% 5000)::text, '', '{"bench": true}'::jsonb,
-    now() - random() * interval '400 days'
-FROM generate_series(%(first)s, %(last)s) AS g
-JOIN bench_targets AS t ON t.n = g %% %(targets)s
-"""
+DAYS = 30
 
 PAGES = [
     ("invocation log", "/admin/audit/invocation/"),
@@ -87,79 +66,6 @@ PAGES = [
     ("audit events", "/admin/audit/auditevent/"),
 ]
 SLOW_S = 5.0
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def run(sql: str, params: dict | list | None = None) -> list[tuple]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall() if cursor.description else []
-
-
-def seed() -> int:
-    """The demo, two more tenants with an agent each; the fill's targets. Returns their count."""
-    call_command("migrate", verbosity=0)
-    call_command("seed_demo", stdout=open(os.devnull, "w"))
-    for slug in ("acme", "globex"):
-        tenant, _ = Tenant.objects.get_or_create(slug=slug, defaults={"name": slug.title()})
-        Agent.objects.get_or_create(tenant=tenant, name=f"{slug}-bot")
-    targets = [
-        (agent.tenant_id, agent.pk, version.tool.name)
-        for agent in Agent.objects.all()
-        for version in ToolVersion.objects.filter(status="published").select_related("tool")
-    ]
-    run("DROP TABLE IF EXISTS bench_targets")
-    run("CREATE TABLE bench_targets (n int, tenant_id bigint, agent_id bigint, tool text)")
-    for n, target in enumerate(targets):
-        run("INSERT INTO bench_targets VALUES (%s, %s, %s, %s)", [n, *target])
-    return len(targets)
-
-
-@contextmanager
-def without_indexes(table: str) -> Iterator[None]:
-    """Drop the table's indexes and foreign keys for a bulk fill; rebuild them after."""
-    indexes = run(
-        "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
-        "WHERE indrelid = %s::regclass AND NOT indisprimary",
-        [table],
-    )
-    foreign_keys = run(
-        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s::regclass "
-        "AND contype = 'f'",
-        [table],
-    )
-    for name, _ in foreign_keys:
-        run(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
-    for name, _ in indexes:
-        run(f"DROP INDEX {name}")
-    yield
-    started = time.perf_counter()
-    for _, definition in indexes:
-        run(definition.replace(" ON ONLY ", " ON "))  # ONLY: the partitioned table's index alone
-    for name, definition in foreign_keys:
-        run(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {definition}')
-    say(
-        f"  {table}: {len(indexes)} indexes and {len(foreign_keys)} foreign keys rebuilt in "
-        f"{time.perf_counter() - started:.0f} s"
-    )
-
-
-def fill(table: str, sql: str, rows: int, targets: int) -> None:
-    if run(f"SELECT count(*) FROM {table}")[0][0] >= rows:
-        say(f"{table} already holds {rows:,} rows")
-        return
-    run(f"TRUNCATE {table}")
-    started = time.perf_counter()
-    with without_indexes(table):
-        for first in range(1, rows + 1, CHUNK):
-            run(sql, {"first": first, "last": min(first + CHUNK - 1, rows), "targets": targets})
-            done = min(first + CHUNK - 1, rows)
-            say(f"  {table}: {done:,} rows after {time.perf_counter() - started:.0f} s")
-    run(f"VACUUM ANALYZE {table}")
-    say(f"{table}: {rows:,} rows filled, indexed and analyzed in {time.perf_counter() - started:.0f} s")
 
 
 def users() -> tuple[User, User]:
@@ -210,6 +116,33 @@ def time_pages() -> dict[str, list[str]]:
         ]
         print(f"| {name} | {timings[0][0]:.0f} | {timings[1][0]:.0f} | {timings[0][1]} |")
     return log_sql
+
+
+def time_dashboards(root: User, *, raw: bool) -> None:
+    """The 7- and 30-day dashboards over every tenant on rollups, after rolling the month up
+    from scratch and once as the scheduled job does; with `raw`, also on raw rows (one load
+    after the warm-up: each takes seconds at this size)."""
+    month, month_s = timed_rollup(from_scratch=True)
+    scheduled, scheduled_s = timed_rollup(from_scratch=False)
+    windows = ("7d", "30d")
+    rolled = [time_dashboard(root, window) for window in windows]
+    raws: list[PageTiming | None] = [None] * len(windows)
+    if raw:
+        with raw_rows_only():
+            raws = [time_dashboard(root, window, runs=1) for window in windows]
+    print(
+        f"\nrolled up the month ({month.start:%Y-%m-%d %H:00} to {month.end:%Y-%m-%d %H:00}) in "
+        f"{month_s:.1f} s: {month.invocation_rows:,} call rows, {month.latency_rows:,} hourly latency rows"
+    )
+    print(
+        f"a scheduled run ({scheduled.start:%H:00} to {scheduled.end:%H:00}) in {scheduled_s * 1000:.0f} ms: "
+        f"{scheduled.invocation_rows:,} call rows, {scheduled.latency_rows:,} latency rows"
+    )
+    print("\n| dashboard, every tenant (superuser) | rollups (ms) | raw rows (ms) | queries rollups / raw |")
+    print("|---|---:|---:|---:|")
+    for after, before in zip(rolled, raws, strict=True):
+        raw_ms, raw_queries = (f"{before.median_ms:,.0f}", before.queries) if before else ("–", "–")
+        print(f"| {after.window} | {after.median_ms:.0f} | {raw_ms} | {after.queries} / {raw_queries} |")
 
 
 def copy_partitioned_by(table: str, column: str, period_days: int, days_back: int) -> str:
@@ -341,6 +274,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--invocations", type=int, default=10_000_000)
     parser.add_argument("--audit", type=int, default=1_000_000)
+    parser.add_argument("--dashboards", action="store_true", help="roll the log up, time the dashboards")
+    parser.add_argument("--raw-dashboards", action="store_true", help="with --dashboards: on raw rows too")
     parser.add_argument("--compare-periods", action="store_true")
     parser.add_argument("--retention", action="store_true")
     parser.add_argument("--writer", action="store_true", help="time the log writer: partitioned vs plain")
@@ -351,11 +286,13 @@ def main() -> None:
             "Set DATABASE_URL to a scratch PostgreSQL database whose name contains 'bench': this fills it."
         )
     targets = seed()
-    create_ahead(back_days=31, logs=[INVOCATIONS])
-    create_ahead(back_days=401, logs=[AUDIT])
-    fill("audit_invocation", FILL_INVOCATIONS, args.invocations, targets)
-    fill("audit_auditevent", FILL_AUDIT, args.audit, targets)
+    create_ahead(back_days=DAYS + 1, logs=[INVOCATIONS])
+    create_ahead(back_days=AUDIT_DAYS + 1, logs=[AUDIT])
+    fill("audit_invocation", FILL_INVOCATIONS, rows=args.invocations, days=DAYS, targets=targets)
+    fill("audit_auditevent", FILL_AUDIT, rows=args.audit, days=AUDIT_DAYS, targets=targets)
     log_sql = time_pages()
+    if args.dashboards:
+        time_dashboards(users()[0], raw=args.raw_dashboards)
     if args.writer:
         time_log_writer()
     if args.compare_periods:
