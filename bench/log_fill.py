@@ -8,7 +8,8 @@ catalog holds them: keeping ten indexes up to date row by row is several times s
 
 Invocations: spread at random over the last `days` days, 10 % errors of four kinds, 10 %
 empty, latencies log-uniform from 2 to 300 ms (so the dashboard's percentiles and latency
-buckets see a realistic spread). Audit events: five actions, spread over 400 days.
+buckets see a realistic spread). Audit events: 40 actions on 10 target types, spread over
+400 days.
 """
 
 from __future__ import annotations
@@ -41,11 +42,24 @@ FROM generate_series(%(first)s, %(last)s) AS g
 JOIN bench_targets AS t ON t.n = g %% %(targets)s
 """
 
-FILL_AUDIT = """
+# Forty actions on ten target types, about as many as the code writes: the audit list's filters
+# offer each, walked value to value. Independent of the target (tenant): n mod 12.
+AUDIT_ACTIONS = [
+    f"{target}.{verb}"
+    for target in ("tool", "tool_version", "toolset", "agent", "agent_key", "grant", "tenant_policy",
+                   "upstream", "credential", "ledger.settle")
+    for verb in ("create", "update", "delete", "publish")
+]
+AUDIT_TARGET_TYPES = ["catalog.Tool", "catalog.ToolVersion", "catalog.Toolset", "tenancy.Agent",
+                      "tenancy.AgentKey", "tenancy.Grant", "tenancy.TenantPolicy", "upstreams.Upstream",
+                      "upstreams.Credential", "ledger.LedgerEntry"]
+
+FILL_AUDIT = f"""
 INSERT INTO audit_auditevent (tenant_id, actor, action, target_type, target_id, note, data, at)
 SELECT t.tenant_id, 'ops-' || (g %% 20),
-    (ARRAY['tool.publish','tool.draft','grant.create','policy.update','key.issue'])[1 + g %% 5],
-    'catalog.ToolVersion', (g %% 5000)::text, '', '{"bench": true}'::jsonb,
+    (ARRAY{AUDIT_ACTIONS!r})[1 + (g / 12) %% {len(AUDIT_ACTIONS)}],
+    (ARRAY{AUDIT_TARGET_TYPES!r})[1 + (g / 7) %% {len(AUDIT_TARGET_TYPES)}],
+    (g %% 5000)::text, '', '{{"bench": true}}'::jsonb,
     now() - random() * %(days)s * interval '1 day'
 FROM generate_series(%(first)s, %(last)s) AS g
 JOIN bench_targets AS t ON t.n = g %% %(targets)s

@@ -6,9 +6,9 @@
 
 Fills a scratch PostgreSQL database (its name must contain "bench") server-side
 (bench/log_fill.py), then times through Django's test client (a superuser and staff scoped
-to one tenant, one warm-up, median of five) the invocation list, its filters and the audit
-list. With --dashboards it rolls the month up from scratch and once as the scheduled job
-does, and times the 7- and 30-day dashboards over every tenant on the rollups (and on raw
+to one tenant, one warm-up, median of five) the invocation list, the audit list, their
+filters and a page of each. With --dashboards it rolls the month up from scratch and once
+as the scheduled job does, and times the 7- and 30-day dashboards over every tenant on the rollups (and on raw
 rows with --raw-dashboards; bench/dashboard.py). With --writer it times the log's writer
 into the partitioned table and a plain one. With --compare-periods it copies both logs
 into tables partitioned the other way (invocations by week, audit events by day) and times
@@ -44,6 +44,7 @@ from django.contrib.auth.models import Permission, User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.utils import timezone  # noqa: E402
 
 from apps.audit import partitioning  # noqa: E402
 from apps.audit.models import Invocation  # noqa: E402
@@ -64,6 +65,12 @@ PAGES = [
     ("invocations, search a task id", "/admin/audit/invocation/?q=bench-4242"),
     ("invocation page", "/admin/audit/invocation/{invocation_id}/change/"),
     ("audit events", "/admin/audit/auditevent/"),
+    ("audit events, one action", "/admin/audit/auditevent/?action=grant.create"),
+    ("audit events, one tenant", "/admin/audit/auditevent/?tenant__id__exact={tenant_id}"),
+    ("audit events, last 30 days", "/admin/audit/auditevent/?age=30d"),
+    ("audit events, last month", "/admin/audit/auditevent/?month={last_month}"),
+    ("audit events, search an actor", "/admin/audit/auditevent/?q=ops-7"),
+    ("audit event page", "/admin/audit/auditevent/{event_id}/change/"),
 ]
 SLOW_S = 5.0
 
@@ -101,11 +108,17 @@ def time_pages() -> dict[str, list[str]]:
     invocation_id = run(
         "SELECT id FROM audit_invocation WHERE tenant_id = %s ORDER BY created_at DESC LIMIT 1", [tenant_id]
     )[0][0]
+    event_id = run(
+        "SELECT id FROM audit_auditevent WHERE tenant_id = %s ORDER BY at DESC LIMIT 1", [tenant_id]
+    )[0][0]
+    last_month = f"{(timezone.now().replace(day=1) - timedelta(days=1)):%Y-%m}"
     print("| page | superuser (ms) | tenant staff (ms) | queries |")
     print("|---|---:|---:|---:|")
     log_sql = {}
     for name, url in PAGES:
-        url = url.format(tenant_id=tenant_id, invocation_id=invocation_id)
+        url = url.format(
+            tenant_id=tenant_id, invocation_id=invocation_id, event_id=event_id, last_month=last_month
+        )
         timings = []
         for user in (root, staff):
             client = Client()

@@ -9,8 +9,16 @@ import pytest
 from django.db import DataError, connection
 from django.utils import timezone
 
-from apps.audit.models import Invocation
-from bench.log_fill import FILL_INVOCATIONS, fill, seed
+from apps.audit.models import AuditEvent, Invocation
+from bench.log_fill import (
+    AUDIT_ACTIONS,
+    AUDIT_DAYS,
+    AUDIT_TARGET_TYPES,
+    FILL_AUDIT,
+    FILL_INVOCATIONS,
+    fill,
+    seed,
+)
 
 # The fill vacuums after its transaction: that cannot run inside a test's transaction.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,6 +56,22 @@ def test_the_log_is_filled_over_the_days_asked_with_its_schema_as_migrated():
     assert Invocation.objects.values("tenant_id").distinct().count() == 3
     latencies = Invocation.objects.values_list("latency_ms", flat=True)
     assert 2 <= min(latencies) and max(latencies) <= 300
+
+
+def test_every_tenant_gets_audit_events_of_every_action_and_target_type():
+    # given
+    targets = seed()
+
+    # when
+    fill(AuditEvent._meta.db_table, FILL_AUDIT, rows=4_000, days=AUDIT_DAYS, targets=targets)
+
+    # then
+    assert AuditEvent.objects.count() == 4_000
+    for tenant_id in AuditEvent.objects.values_list("tenant_id", flat=True).distinct():
+        events = AuditEvent.objects.filter(tenant_id=tenant_id)
+        assert set(events.values_list("action", flat=True)) == set(AUDIT_ACTIONS)
+        assert set(events.values_list("target_type", flat=True)) == set(AUDIT_TARGET_TYPES)
+    assert AuditEvent.objects.order_by("at").first().at > timezone.now() - timedelta(days=AUDIT_DAYS)
 
 
 def test_a_fill_that_fails_half_way_leaves_the_rows_and_indexes_it_found():
