@@ -66,6 +66,7 @@ PAGES = [
     ("invocation page", "/admin/audit/invocation/{invocation_id}/change/"),
     ("audit events", "/admin/audit/auditevent/"),
     ("audit events, one action", "/admin/audit/auditevent/?action=grant.create"),
+    ("audit events, one target type", "/admin/audit/auditevent/?target_type=upstreams.Credential"),
     ("audit events, one tenant", "/admin/audit/auditevent/?tenant__id__exact={tenant_id}"),
     ("audit events, last 30 days", "/admin/audit/auditevent/?age=30d"),
     ("audit events, last month", "/admin/audit/auditevent/?month={last_month}"),

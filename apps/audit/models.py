@@ -23,13 +23,15 @@ class AuditEvent(models.Model):
         ordering = ["-at"]
         # The admin's list on millions of rows (docs/performance.md): its filters' choices are
         # walked value to value in the action and target type indexes, for tenant staff in
-        # those behind the tenant; rows come newest first from each; the search is exact.
+        # those behind the tenant; tenant staff's rows come newest first from theirs; the
+        # search is exact. Actions and target types are few and their keys repeat: without
+        # the time, those indexes are deduplicated to a fifth of the size.
         indexes = [
-            models.Index(fields=["action", "-at"], name="auditevent_action_recent"),
-            models.Index(fields=["target_type", "-at"], name="auditevent_target_recent"),
+            models.Index(fields=["action"], name="auditevent_action"),
+            models.Index(fields=["target_type"], name="auditevent_target_type"),
             models.Index(fields=["tenant", "-at"], name="auditevent_tenant_recent"),
-            models.Index(fields=["tenant", "action", "-at"], name="auditevent_tenant_action"),
-            models.Index(fields=["tenant", "target_type", "-at"], name="auditevent_tenant_target"),
+            models.Index(fields=["tenant", "action"], name="auditevent_tenant_action"),
+            models.Index(fields=["tenant", "target_type"], name="auditevent_tenant_target"),
             models.Index(fields=["actor"], name="auditevent_actor"),
             models.Index(fields=["target_id"], name="auditevent_target_id"),
         ]

@@ -18,11 +18,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='auditevent',
-            index=models.Index(fields=['action', '-at'], name='auditevent_action_recent'),
+            index=models.Index(fields=['action'], name='auditevent_action'),
         ),
         migrations.AddIndex(
             model_name='auditevent',
-            index=models.Index(fields=['target_type', '-at'], name='auditevent_target_recent'),
+            index=models.Index(fields=['target_type'], name='auditevent_target_type'),
         ),
         migrations.AddIndex(
             model_name='auditevent',
@@ -30,11 +30,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='auditevent',
-            index=models.Index(fields=['tenant', 'action', '-at'], name='auditevent_tenant_action'),
+            index=models.Index(fields=['tenant', 'action'], name='auditevent_tenant_action'),
         ),
         migrations.AddIndex(
             model_name='auditevent',
-            index=models.Index(fields=['tenant', 'target_type', '-at'], name='auditevent_tenant_target'),
+            index=models.Index(fields=['tenant', 'target_type'], name='auditevent_tenant_target'),
         ),
         migrations.AddIndex(
             model_name='auditevent',
