@@ -22,10 +22,10 @@ class AuditEvent(models.Model):
     class Meta:
         ordering = ["-at"]
         # The admin's list on millions of rows (docs/performance.md): its filters' choices are
-        # walked value to value in the action and target type indexes, for tenant staff in
-        # those behind the tenant; tenant staff's rows come newest first from theirs; the
-        # search is exact. Actions and target types are few and their keys repeat: without
-        # the time, those indexes are deduplicated to a fifth of the size.
+        # walked value to value in the action and target type indexes (for tenant staff, in
+        # those led by the tenant); tenant staff's list reads (tenant, -at) newest first; the
+        # search is exact. Actions and target types repeat: without the time as a second key,
+        # their indexes are deduplicated to a fifth of the size.
         indexes = [
             models.Index(fields=["action"], name="auditevent_action"),
             models.Index(fields=["target_type"], name="auditevent_target_type"),
