@@ -10,6 +10,10 @@ rows older than that, loaded by hand, need `manage.py rollup_invocations --since
 Latency counts are also added up per UTC day (DailyLatencyRollup) for the days whose every
 hour is rolled up, in the transaction that rolls up any of their hours.
 
+Rollups outlive the raw rows they came from (30 days by default) but not forever:
+TOOLHUB_ROLLUP_RETENTION_DAYS of them are kept (drop_expired_rollups, after each scheduled
+run), and the coverage then starts where they do.
+
 RollupCoverage records the hours [start, end) whose rollups are complete. A run works from
 its start hour to the current hour (never into it), a day per transaction, and the
 coverage grows with each as long as the two ranges touch, so the dashboard never reads a
@@ -98,6 +102,28 @@ def roll_up_invocations(*, since: datetime | None = None, now: datetime | None =
     logger.info("rolled up the invocation log from %s to %s: %d call rows, %d latency rows",
                 start.isoformat(), end.isoformat(), invocation_rows, latency_rows)
     return report
+
+
+def drop_expired_rollups(*, now: datetime | None = None) -> int:
+    """Delete the rollup rows of the days past TOOLHUB_ROLLUP_RETENTION_DAYS; how many went.
+    Each table's unique index leads with its hour or day, so this reads only what it drops."""
+    cutoff = day_floor((now or timezone.now()) - timedelta(days=settings.TOOLHUB_ROLLUP_RETENTION_DAYS))
+    with transaction.atomic():
+        coverage = _locked_coverage()
+        dropped = sum(
+            rows.delete()[0]
+            for rows in (
+                InvocationRollup.objects.filter(hour__lt=cutoff),
+                LatencyRollup.objects.filter(hour__lt=cutoff),
+                DailyLatencyRollup.objects.filter(day__lt=cutoff),
+            )
+        )
+        if coverage is not None and coverage.start < cutoff:
+            coverage.start = min(cutoff, coverage.end)
+            coverage.save()
+    if dropped:
+        logger.info("dropped %d rollup rows from before %s", dropped, cutoff.isoformat())
+    return dropped
 
 
 def _scheduled_start(end: datetime) -> datetime:

@@ -1,14 +1,17 @@
-"""The beat job that rolls the invocation log up into hourly rows for the dashboard."""
+"""The beat job that rolls the invocation log up into hourly rows for the dashboard, and drops
+the rollups past their retention."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from .rollups import roll_up_invocations
+from .rollups import drop_expired_rollups, roll_up_invocations
 
 
 @shared_task(name="dashboards.rollup_invocations", acks_late=True, ignore_result=True,
              soft_time_limit=1500, time_limit=1800)
 def rollup_invocations_task() -> dict[str, int]:
     report = roll_up_invocations()
-    return {"invocation_rows": report.invocation_rows, "latency_rows": report.latency_rows}
+    dropped = drop_expired_rollups()
+    return {"invocation_rows": report.invocation_rows, "latency_rows": report.latency_rows,
+            "dropped_rows": dropped}

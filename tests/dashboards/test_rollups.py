@@ -152,3 +152,24 @@ def test_a_backfill_past_the_coverage_grows_it_once_the_ranges_touch(log):
 def test_the_command_refuses_a_since_it_cannot_read():
     with pytest.raises(CommandError, match="neither an ISO date"):
         call_command("rollup_invocations", "--since", "last tuesday")
+
+
+def test_the_beat_job_drops_rollups_past_their_retention_and_the_coverage_starts_there(log, settings):
+    # given: the 40 days of log rolled up, and rollups kept for 20 days
+    rollup_invocations_task()
+    settings.TOOLHUB_ROLLUP_RETENTION_DAYS = 20
+    cutoff = day_floor(log.now - timedelta(days=20))
+    kept_before = InvocationRollup.objects.filter(hour__gte=cutoff).aggregate(calls=Sum("calls"))["calls"]
+    assert InvocationRollup.objects.filter(hour__lt=cutoff).exists()
+
+    # when: the next scheduled run
+    rollup_invocations_task()
+
+    # then: only the days past retention went, and the dashboard never reads rollups it lost
+    assert not InvocationRollup.objects.filter(hour__lt=cutoff).exists()
+    assert not LatencyRollup.objects.filter(hour__lt=cutoff).exists()
+    assert not DailyLatencyRollup.objects.filter(day__lt=cutoff).exists()
+    kept_after = InvocationRollup.objects.filter(hour__gte=cutoff).aggregate(calls=Sum("calls"))["calls"]
+    assert kept_after == kept_before
+    assert rollup_coverage()[0] == cutoff
+    assert daily_matches_hourly()

@@ -241,6 +241,8 @@ TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE = env.int("TOOLHUB_DEFAULT_RATE_LIMIT_PER_
 # Each scheduled rollup of the invocation log (apps/dashboards/rollups.py) rolls up again this
 # many complete hours before the last one it covered, to pick up late rows.
 TOOLHUB_ROLLUP_REROLL_HOURS = env.int("TOOLHUB_ROLLUP_REROLL_HOURS", default=2)
+# Days of the dashboard's rollups kept: they outlive the raw invocation log, not forever.
+TOOLHUB_ROLLUP_RETENTION_DAYS = env.int("TOOLHUB_ROLLUP_RETENTION_DAYS", default=400)
 # Write the invocation log inline instead of from a background thread (tests).
 TOOLHUB_INVOCATION_LOG_SYNC = env.bool("TOOLHUB_INVOCATION_LOG_SYNC", default=False)
 # Days of invocation log and audit events kept: older partitions are dropped whole (PostgreSQL),
