@@ -13,7 +13,7 @@ from django.db.models.functions import TruncDay
 
 from apps.audit.models import Invocation
 from apps.dashboards.latency_buckets import RELATIVE_ERROR
-from apps.dashboards.models import DailyLatencyRollup, InvocationRollup, LatencyRollup
+from apps.dashboards.models import DailyLatencyRollup, InvocationRollup, LatencyRollup, RollupCoverage
 from apps.dashboards.rollups import (
     day_ceil,
     day_floor,
@@ -152,6 +152,9 @@ def test_a_backfill_past_the_coverage_grows_it_once_the_ranges_touch(log):
 def test_the_command_refuses_a_since_it_cannot_read():
     with pytest.raises(CommandError, match="neither an ISO date"):
         call_command("rollup_invocations", "--since", "last tuesday")
+    with pytest.raises(CommandError, match="not a date that exists"):
+        call_command("rollup_invocations", "--since", "2026-02-30")
+    assert not RollupCoverage.objects.exists()  # nothing was rolled up
 
 
 def test_the_beat_job_drops_rollups_past_their_retention_and_the_coverage_starts_there(log, settings):

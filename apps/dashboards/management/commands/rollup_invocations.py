@@ -17,7 +17,10 @@ def moment(value: str) -> datetime:
     if value[:-1].isdigit() and value[-1] in "hd":
         unit = "hours" if value[-1] == "h" else "days"
         return timezone.now() - timedelta(**{unit: int(value[:-1])})
-    parsed = parse_datetime(value) or parse_datetime(f"{value}T00:00")
+    try:
+        parsed = parse_datetime(value) or parse_datetime(f"{value}T00:00")
+    except ValueError as error:  # well formed but impossible: 2026-02-30
+        raise CommandError(f"--since {value!r} is not a date that exists ({error}).") from None
     if parsed is None:
         raise CommandError(
             f"--since {value!r} is neither an ISO date or datetime nor an age such as 36h or 7d."
