@@ -163,7 +163,8 @@ def test_a_name_that_rebinds_to_loopback_after_the_check_reaches_nothing(
     assert shipping.initializes == 0 and shipping.authorizations == []
 
 
-def test_a_credential_the_server_echoes_never_reaches_the_model(api, agent, shipping):
+@pytest.mark.parametrize("side_effect", ["readonly", "write"])
+def test_a_credential_the_server_echoes_never_reaches_the_model(api, agent, shipping, side_effect):
     # given: a tool that answers with the request's Authorization header, as debug tools do
     def whoami(shipment_id: str) -> dict[str, str]:
         """Who is asking."""
@@ -171,15 +172,18 @@ def test_a_credential_the_server_echoes_never_reaches_the_model(api, agent, ship
 
     shipping.add_tool(whoami, annotations={"readOnlyHint": True})
     register(agent, shipping.url)
-    mcp_tool(agent, "whoami")
+    mcp_tool(agent, "whoami", side_effect=side_effect)
 
     # when
     answered = invoke(api, "whoami", {"shipment_id": "s-1"})
 
-    # then: the server got the key, the model reads it redacted, and the ledger holds none
+    # then: the server got the key, the model reads it redacted, and so does a write's ledger entry
+    redacted = {"shipment_id": "s-1", "you_sent": "[redacted]"}
     assert shipping.authorizations[-1] == f"Bearer {SECRET}"
-    assert answered.json()["data"] == {"shipment_id": "s-1", "you_sent": "[redacted]"}
+    assert answered.json()["data"] == redacted
     assert SECRET not in answered.content.decode()
+    ledgered = [entry.result for entry in LedgerEntry.objects.all()]
+    assert ledgered == ([redacted] if side_effect == "write" else [])
 
 
 def test_an_http_upstream_is_not_an_mcp_server(api, agent, shipping):

@@ -267,7 +267,8 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
         )
     try:
         upstream = _upstream(request)
-        key = _reachable(request, _endpoint_of(upstream))
+        endpoint = _endpoint_of(upstream)
+        key = _reachable(request, endpoint)
     except ExecutionRejected as exc:
         return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
     except ExecutionNotSent as exc:
@@ -283,14 +284,14 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
     except FutureTimeout:
         return ReconcileAnswer(found=None, note=f"{asked} did not answer within {request.timeout_s} s")
     except MCPError as exc:
-        said = _endpoint_of(upstream).hidden(exc.message)[:MESSAGE_CHARS]
+        said = endpoint.hidden(exc.message)[:MESSAGE_CHARS]
         return ReconcileAnswer(found=None, note=f"{asked} was refused: {said}")
     except SessionLost as exc:
         return ReconcileAnswer(found=None, note=f"{asked} was not reached: {exc}")
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was learnt
         return ReconcileAnswer(found=None, note=f"{asked} was not reached: {type(leaf(exc)).__name__}")
     answer = status_answer(result, asked=asked)
-    return replace(answer, result=_shown(answer.result, _endpoint_of(upstream)))
+    return replace(answer, result=_shown(answer.result, endpoint))
 
 
 def status_answer(result: CallToolResult, *, asked: str) -> ReconcileAnswer:
