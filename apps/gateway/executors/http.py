@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -75,17 +75,19 @@ class Endpoint:
     headers: Mapping[str, str]
     query: Mapping[str, str]
 
-    def secrets(self) -> list[str]:
+    @cached_property
+    def secrets(self) -> tuple[str, ...]:
         """The credential values this endpoint sends, as sent and percent-encoded (an echoed
-        URL quotes its query so), longest first: "Bearer <token>" goes before the token."""
+        URL quotes its query so), longest first: "Bearer <token>" goes before the token.
+        Worked out once: a walk of an answer asks for them at every string."""
         values = (*self.headers.values(), *self.query.values())
         found = {secret for value in values for secret in (value, value.partition(" ")[2]) if secret}
-        return sorted(found | {quote(secret, safe="") for secret in found}, key=len, reverse=True)
+        return tuple(sorted(found | {quote(secret, safe="") for secret in found}, key=len, reverse=True))
 
     def hidden(self, text: str) -> str:
         """`text` without the credentials this endpoint sends: an upstream may quote the key it
         refused in its error message, which the model reads."""
-        for secret in self.secrets():
+        for secret in self.secrets:
             text = text.replace(secret, REDACTED)
         return text
 
@@ -93,7 +95,7 @@ class Endpoint:
         """`data`, parsed from the JSON bytes `raw`, without the credentials this endpoint
         sends: an upstream may echo the request it got (as debugging endpoints do). Only an
         answer whose bytes hold a secret, as written or JSON-escaped, is walked."""
-        if not any(form in raw for secret in self.secrets() for form in _json_forms(secret)):
+        if not any(form in raw for secret in self.secrets for form in _json_forms(secret)):
             return data
         return _walk_hidden(data, self)
 

@@ -126,7 +126,7 @@ def _tool_error(request: ExecutionRequest, result: CallToolResult, endpoint: End
 
 def _shown(data: Any, endpoint: Endpoint) -> Any:
     """`data` without the credentials sent to get it: a server may echo the request it got."""
-    if not endpoint.secrets():
+    if not endpoint.secrets:
         return data
     return endpoint.hidden_in(data, json.dumps(data, default=str).encode())
 
