@@ -43,7 +43,6 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import Permission, User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from apps.audit import partitioning  # noqa: E402
@@ -51,7 +50,7 @@ from apps.audit.models import Invocation  # noqa: E402
 from apps.audit.partitions import LOGS, apply_retention, create_ahead  # noqa: E402
 from apps.common.db import bulk_append  # noqa: E402
 from apps.tenancy.models import Agent, StaffScope, Tenant  # noqa: E402
-from bench.dashboard import PageTiming, raw_rows_only, time_dashboard, timed_rollup  # noqa: E402
+from bench.dashboard import PageTiming, raw_rows_only, time_dashboard, timed_loads, timed_rollup  # noqa: E402
 from bench.log_fill import AUDIT_DAYS, FILL_AUDIT, FILL_INVOCATIONS, fill, run, say, seed  # noqa: E402
 
 INVOCATIONS, AUDIT = LOGS
@@ -86,22 +85,6 @@ def users() -> tuple[User, User]:
     return root, staff
 
 
-def timed(client: Client, url: str) -> tuple[float, int, list[str]]:
-    """Median ms of five loads after a warm-up (one load only when slow), queries, their SQL."""
-    started = time.perf_counter()
-    assert client.get(url).status_code == 200, url
-    if time.perf_counter() - started > SLOW_S:
-        return (time.perf_counter() - started) * 1000, 0, []
-    samples = []
-    for _ in range(5):
-        with CaptureQueriesContext(connection) as queries:
-            started = time.perf_counter()
-            response = client.get(url)
-            samples.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, url
-    return statistics.median(samples), len(queries), [q["sql"] for q in queries.captured_queries]
-
-
 def time_pages() -> dict[str, list[str]]:
     """Print the pages' table; return the SQL each page ran against the logs (superuser)."""
     root, staff = users()
@@ -124,7 +107,7 @@ def time_pages() -> dict[str, list[str]]:
         for user in (root, staff):
             client = Client()
             client.force_login(user)
-            timings.append(timed(client, url))
+            timings.append(timed_loads(client, url, slow_s=SLOW_S))
         log_sql[name] = [
             sql for sql in timings[0][2] if re.search(r'FROM "audit_(invocation|auditevent)"', sql)
         ]

@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from django.db import DatabaseError, InterfaceError, connection, transaction
+from django.db import DatabaseError, InterfaceError
 from prometheus_client.core import GaugeMetricFamily, Metric
+
+from apps.common.metrics import bounded_scrape_queries
 
 from .partitions import log_figures
 
 logger = logging.getLogger("toolhub.metrics")
-
-_QUERY_TIMEOUT_MS = 2000
 
 
 class LogRetentionCollector:
@@ -28,10 +28,7 @@ class LogRetentionCollector:
 
     def collect(self) -> Iterator[Metric]:
         try:
-            with transaction.atomic():
-                if connection.vendor == "postgresql":
-                    with connection.cursor() as cursor:
-                        cursor.execute(f"SET LOCAL statement_timeout = {_QUERY_TIMEOUT_MS}")
+            with bounded_scrape_queries():
                 figures = log_figures()
         except (DatabaseError, InterfaceError) as exc:
             logger.warning("log retention figures left out of this scrape: %s", type(exc).__name__)

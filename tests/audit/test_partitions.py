@@ -157,6 +157,8 @@ def test_retention_drops_exactly_the_partitions_past_it_and_leaves_the_ledger(se
     rows = {age: invocation_at(world.agent, now - timedelta(days=age), n=age) for age in range(45)}
     events = {age: audit_at(now - timedelta(days=age), n=age) for age in (0, 20, 27, 28, 35, 44)}
     invocation_partitions_before = partition_names("audit_invocation")
+    audit_partitions_before = partition_names("audit_auditevent")
+    counts_before = (Invocation.objects.count(), AuditEvent.objects.count())
     # The rows' deferred foreign key checks are due at the test transaction's end; PostgreSQL
     # drops no table with checks pending, so run them now, as a commit would have.
     connection.cursor().execute("SET CONSTRAINTS ALL IMMEDIATE")
@@ -164,6 +166,8 @@ def test_retention_drops_exactly_the_partitions_past_it_and_leaves_the_ledger(se
     out = StringIO()
     call_command("apply_retention", "--dry-run", stdout=out)
     assert partition_names("audit_invocation") == invocation_partitions_before
+    assert partition_names("audit_auditevent") == audit_partitions_before
+    assert (Invocation.objects.count(), AuditEvent.objects.count()) == counts_before
     assert "would drop audit_invocation_p" in out.getvalue()
 
     reports = apply_retention(now=now)
@@ -200,6 +204,11 @@ def test_without_partitions_retention_deletes_the_old_rows(monkeypatch, settings
     create_ahead(back_days=40)
     old = invocation_at(agent, timezone.now() - timedelta(days=35))
     recent = invocation_at(agent, timezone.now())
+
+    dry = StringIO()
+    call_command("apply_retention", "--dry-run", stdout=dry)
+    assert "would delete 1 rows" in dry.getvalue()
+    assert set(Invocation.objects.values_list("pk", flat=True)) == {old.pk, recent.pk}
 
     out = StringIO()
     call_command("apply_retention", stdout=out)
