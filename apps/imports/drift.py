@@ -39,11 +39,15 @@ class Pin:
 class Drift:
     kind: str
     upstream_tool: str
-    pinned: dict[str, Any]
     current: dict[str, Any]
     # Digest of the part that differs, before and now: the same drift found again has it too.
     fingerprint: str
     pin: Pin | None
+
+    @property
+    def pinned(self) -> dict[str, Any]:
+        """The definition the pinned version was made from ({} for an added tool)."""
+        return self.pin.definition if self.pin is not None else {}
 
 
 def _part(definition: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -66,15 +70,15 @@ def drifts_of(
         current = current_by_name.get(name)
         if current is None:
             fingerprint = _fingerprint(DriftKind.REMOVED, pin.definition, None)
-            found.append(Drift(DriftKind.REMOVED, name, pin.definition, {}, fingerprint, pin))
+            found.append(Drift(DriftKind.REMOVED, name, {}, fingerprint, pin))
             continue
         for kind in COMPARED:
             before, after = _part(pin.definition, kind), _part(current, kind)
             if before != after:
                 fingerprint = _fingerprint(kind, before, after)
-                found.append(Drift(kind, name, pin.definition, current, fingerprint, pin))
+                found.append(Drift(kind, name, current, fingerprint, pin))
     for name, current in sorted(current_by_name.items()):
         if name not in known and name not in pins:
-            found.append(Drift(DriftKind.ADDED, name, {}, current,
+            found.append(Drift(DriftKind.ADDED, name, current,
                                _fingerprint(DriftKind.ADDED, None, current), None))
     return found

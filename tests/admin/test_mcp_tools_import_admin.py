@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from apps.catalog.models import ToolVersion
@@ -88,6 +90,28 @@ def test_ticked_tools_become_drafts_shown_with_side_effect_and_lint(world, shipp
     # the listing now says which tools were imported
     listing = html[html.index('id="listed-tools"'):]
     assert f'{drafts["track_shipment"].tool.name} v1</a> (draft)' in listing
+
+
+def test_the_listing_reads_the_imported_versions_in_queries_that_do_not_grow_with_the_tools(world, shipping):
+    # given: two of the listed tools imported
+    upstream = mcp_server(world.acme.tenant, shipping.url)
+    acme = curator("acme-curator", world.acme.tenant)
+    acme.post(page_of(upstream), {"tools": ["track_shipment", "schedule_pickup"]})
+    with CaptureQueriesContext(connection) as two_imported:
+        acme.get(page_of(upstream))
+
+    # when: two more are imported
+    acme.post(page_of(upstream), {"tools": ["pickup_status", "cancel_shipment"]})
+    with CaptureQueriesContext(connection) as four_imported:
+        html = acme.get(page_of(upstream)).content.decode()
+
+    # then: the same queries, and each imported tool links to its version
+    assert len(four_imported) == len(two_imported)
+    listing = html[html.index('id="listed-tools"'):]
+    for version in ToolVersion.objects.filter(source__kind="mcp").select_related("tool"):
+        link = reverse("admin:catalog_toolversion_change", args=[version.pk])
+        assert f'href="{link}">{version.tool.name} v1</a> (draft)' in listing
+    assert ToolVersion.objects.filter(source__kind="mcp").count() == 4
 
 
 def test_ticking_nothing_imports_nothing(world, shipping):

@@ -155,6 +155,27 @@ def test_a_removed_tool_has_nothing_to_draft_from(api, shipping):
         drift_finding_new_draft(finding=DriftFinding.objects.get(), actor="test")
 
     assert ToolVersion.objects.count() == 1
+    assert DriftFinding.objects.get().is_open
+    adopted_or_reviewed = ["drift_finding.new_draft", "drift_finding.review"]
+    assert not AuditEvent.objects.filter(action__in=adopted_or_reviewed).exists()
+
+
+def test_a_finding_reviewed_already_is_not_adopted(api, shipping):
+    # given: a change a curator reviewed and kept
+    shipping.change_tool("track_shipment", description=CHANGED)
+    sync_upstreams()
+    finding = drift_finding_review(finding=DriftFinding.objects.get(), actor="admin:first")
+
+    # when
+    with pytest.raises(ImportRefused, match="reviewed already by admin:first; nothing was done"):
+        drift_finding_new_draft(finding=finding, actor="admin:second")
+
+    # then: no draft, and the first review stands
+    assert ToolVersion.objects.count() == 1
+    finding.refresh_from_db()
+    assert finding.reviewed_by == "admin:first"
+    assert not AuditEvent.objects.filter(action="drift_finding.new_draft").exists()
+    assert listed_description(api) == "Where a shipment is."
 
 
 def test_the_beat_job_claims_only_the_upstreams_that_are_due(agent, shipping):
