@@ -27,18 +27,13 @@ from apps.tenancy.models import Grant
 from apps.upstreams.models import Upstream as UpstreamRecord
 from apps.upstreams.services import credential_set, upstream_save
 from tests.gateway.conftest import invoke
+from tests.gateway.test_http_upstreams import PARAMETERS
 from tests.http_upstream import Upstream, http_upstream
 from tests.listeners import RecordingListener, recording_listener
 
 pytestmark = pytest.mark.django_db
 
 PLATFORM_KEY = "pk-live-platform-7d2e-0a91-secret"
-PARAMETERS = {
-    "type": "object",
-    "properties": {"order_id": {"type": "string", "description": "The order."}},
-    "required": ["order_id"],
-    "additionalProperties": False,
-}
 
 
 @pytest.fixture
