@@ -20,13 +20,25 @@ DRAIN_S = 0.25
 
 
 class BodyTooLarge(RequestDataTooBig):
+    http_status = 413
+
     def __init__(self, *, limit: int, setting: str) -> None:
         super().__init__(f"The request body is larger than this server accepts ({limit} bytes, {setting}).")
         self.limit = limit
         self.setting = setting
+        if setting == "TOOLHUB_ADMIN_MAX_BODY_BYTES":
+            self.hint = "Upload a smaller file, or have an operator raise TOOLHUB_ADMIN_MAX_BODY_BYTES."
+        else:
+            self.hint = "Send a smaller request: fewer calls per batch or shorter arguments."
 
 
 class BodyReadTimeout(Exception):
+    http_status = 408
+    hint = (
+        "Send the whole body right after the headers; nothing was run, so sending the request "
+        "again is safe."
+    )
+
     def __init__(self, *, timeout_s: float) -> None:
         super().__init__(
             f"The request body did not arrive within {timeout_s:g} s (TOOLHUB_BODY_READ_TIMEOUT_S)."
@@ -37,32 +49,19 @@ class BodyReadTimeout(Exception):
 class BodyCut(UnreadablePostError):
     """The body ended before its declared length, or its chunked framing is broken."""
 
+    http_status = 400
+    hint = (
+        "Send the body whole: as many bytes as Content-Length says, or chunks that end with the "
+        "last, empty one."
+    )
+
 
 def body_refusal_error(exc: RequestDataTooBig | BodyReadTimeout | BodyCut) -> InvalidArgsError:
-    """What a client is told when its body is refused: nothing ran, so resending is safe."""
-    if isinstance(exc, BodyReadTimeout):
-        return InvalidArgsError(
-            str(exc),
-            hint="Send the whole body right after the headers; nothing was run, so sending "
-            "the request again is safe.",
-            http_status=408,
-        )
-    if isinstance(exc, BodyCut):
-        return InvalidArgsError(
-            str(exc),
-            hint="Send the body whole: as many bytes as Content-Length says, or chunks that end "
-            "with the last, empty one.",
-            http_status=400,
-        )
-    # Django's own RequestDataTooBig (a declared length over the limit) says no more.
-    message = str(exc) if isinstance(exc, BodyTooLarge) else str(
-        BodyTooLarge(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE, setting="TOOLHUB_MAX_BODY_BYTES")
-    )
-    if isinstance(exc, BodyTooLarge) and exc.setting == "TOOLHUB_ADMIN_MAX_BODY_BYTES":
-        hint = "Upload a smaller file, or have an operator raise TOOLHUB_ADMIN_MAX_BODY_BYTES."
-    else:
-        hint = "Send a smaller request: fewer calls per batch or shorter arguments."
-    return InvalidArgsError(message, hint=hint, http_status=413)
+    """What a client is told when its body is refused: nothing ran."""
+    if not isinstance(exc, (BodyTooLarge, BodyReadTimeout, BodyCut)):
+        # Django's own RequestDataTooBig: a declared length over TOOLHUB_MAX_BODY_BYTES.
+        exc = BodyTooLarge(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE, setting="TOOLHUB_MAX_BODY_BYTES")
+    return InvalidArgsError(str(exc), hint=exc.hint, http_status=exc.http_status)
 
 
 class BoundedBody:
