@@ -91,12 +91,14 @@ class RequestBodyReader:
         else:
             return None
         limit, setting = body_limit(environ.get("PATH_INFO", ""))
+        # Under HTTP/2 the socket carries other requests too: no deadline may shut it.
+        http1 = environ.get("SERVER_PROTOCOL", "").startswith("HTTP/1.")
         return BoundedBody(
             environ["wsgi.input"],
             declared=declared,
             limit=limit,
             setting=setting,
-            sock=environ.get("gunicorn.socket"),
+            sock=environ.get("gunicorn.socket") if http1 else None,
             timeout_s=settings.TOOLHUB_BODY_READ_TIMEOUT_S,
         )
 
