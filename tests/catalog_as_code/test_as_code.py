@@ -270,6 +270,21 @@ def test_a_tenants_file_cannot_shadow_a_shared_tool_nor_name_platform_settings(
 
 
 @pytest.mark.django_db
+def test_a_file_cannot_name_a_tool_like_a_built_in_one(notes_tenant, capsys, tmp_path):
+    text = yaml.safe_dump({"tenant": "notes", "tools": {
+        "request_capability": {"versions": [{"number": 1, "status": "published", **DEFINITION}]},
+    }})
+
+    with pytest.raises(CommandError) as refused:
+        apply(capsys, tmp_path, text)
+
+    assert "tools.request_capability.name: request_capability is the name of a tool ToolHub itself" in (
+        str(refused.value)
+    )
+    assert not Tool.objects.filter(name="request_capability").exists()
+
+
+@pytest.mark.django_db
 def test_a_tenants_file_cannot_grant_itself_a_shared_tool(notes_tenant, capsys, tmp_path):
     # given a shared tool the platform has not granted to notes
     shared = tool_save(tool=Tool(tenant=None, name="refund_payment"), actor=ACTOR)

@@ -218,3 +218,33 @@ def test_a_shared_toolsets_phase_cannot_hold_a_tenants_tool(acme):
         "A shared toolset holds only shared tools (every tenant's agents see it); remove acme_tool."
     ]}]
     assert not Toolset.objects.exists()
+
+
+def test_a_tool_cannot_take_the_name_of_a_built_in_tool(globex):
+    # given a curator of globex adding a tool named like the built-in request_capability
+    globex_staff = logged_in(staff_user("globex-staff", tenant=globex.tenant))
+
+    refused = globex_staff.post(reverse("admin:catalog_tool_add"), {
+        "name": "request_capability", "tenant": "", "summary": "mine",
+        "versions-TOTAL_FORMS": 0, "versions-INITIAL_FORMS": 0,
+    })
+
+    # then it is refused, saying why, and neither a tenant's nor a shared tool can take it
+    assert refused.status_code == 200
+    assert refused.context["adminform"].form.errors["name"] == [
+        "request_capability is the name of a tool ToolHub itself offers every agent: a catalog tool "
+        "of that name would never be called (the built-in one answers). Choose another name."
+    ]
+    with pytest.raises(ValidationError, match="ToolHub itself offers every agent"):
+        tool_save(tool=Tool(tenant=None, name="request_capability"), actor="admin:root")
+    assert not Tool.objects.filter(name="request_capability").exists()
+
+
+def test_renaming_a_tool_to_a_built_in_name_is_refused(globex):
+    tool = tool_save(tool=Tool(tenant=globex.tenant, name="ask_for_more"), actor="curator")
+    tool.name = "request_capability"
+
+    with pytest.raises(ValidationError, match="ToolHub itself offers every agent"):
+        tool_save(tool=tool, actor="curator")
+
+    assert Tool.objects.get(pk=tool.pk).name == "ask_for_more"
