@@ -15,16 +15,9 @@ from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Grant
 from apps.tenancy.services import agent_key_issue
 from tests.gateway.callables import RUNS
+from tests.gateway.test_http_upstreams import PARAMETERS
 
 pytestmark = pytest.mark.django_db
-
-REFUND_SCHEMA = {
-    "type": "object",
-    "properties": {"order_id": {"type": "string", "description": "The order to refund."}},
-    "required": ["order_id"],
-    "additionalProperties": False,
-}
-
 
 @pytest.fixture
 def refund_payment(world) -> Tool:
@@ -33,7 +26,7 @@ def refund_payment(world) -> Tool:
     ToolVersion.objects.create(
         tool=tool, number=1, status="published", published_at=timezone.now(),
         description="refund_payment: refunds an order. Not for looking anything up.",
-        parameters=REFUND_SCHEMA, side_effect="readonly", executor="python",
+        parameters=PARAMETERS, side_effect="readonly", executor="python",
         executor_config={"callable": "tests.echo"}, timeout_s=2.0,
     )
     return tool
@@ -48,14 +41,19 @@ def acme_agent_calls(world, name: str) -> dict:
     return response.json()
 
 
+def post_grant_form(staff, world, tool: Tool):
+    """The admin's "add grant" form, posted for every agent of acme."""
+    return staff.post(reverse("admin:tenancy_grant_add"), {
+        "tenant": world.acme.tenant.pk, "agent": "", "tool": tool.pk, "pinned_version": "",
+    })
+
+
 def test_a_tenant_curator_cannot_grant_their_tenant_a_shared_tool(
     world, acme_staff, refund_payment, django_capture_on_commit_callbacks
 ):
     # given a curator of acme, logged into the admin, who posts the grant form by hand
     with django_capture_on_commit_callbacks(execute=True):
-        response = acme_staff.post(reverse("admin:tenancy_grant_add"), {
-            "tenant": world.acme.tenant.pk, "agent": "", "tool": refund_payment.pk, "pinned_version": "",
-        })
+        response = post_grant_form(acme_staff, world, refund_payment)
 
     # then the form refuses it and no grant exists
     assert response.status_code == 200
@@ -99,9 +97,7 @@ def test_a_superuser_grants_a_shared_tool_to_the_tenant_they_choose(
     world, superuser, refund_payment, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        response = superuser.post(reverse("admin:tenancy_grant_add"), {
-            "tenant": world.acme.tenant.pk, "agent": "", "tool": refund_payment.pk, "pinned_version": "",
-        })
+        response = post_grant_form(superuser, world, refund_payment)
 
     assert response.status_code == 302
     grant = Grant.objects.get(tool=refund_payment)
