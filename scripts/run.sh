@@ -62,6 +62,25 @@ if [ -z "$(setting CACHE_URL)" ]; then
   export CACHE_URL="filecache://${VAR_DIR}/cache"
 fi
 
+# What a `manage.py` command in another shell must see to act on this demo as its server
+# does: the settings read this file below the environment (toolhub/settings/env_files.py).
+# Only owner-readable: a DATABASE_URL given in the environment may carry a password.
+write_run_env() {
+  local name
+  mkdir -p "$VAR_DIR"
+  (
+    umask 077
+    {
+      echo "# Written by make run (scripts/run.sh) at each start; manage.py reads it. Do not edit."
+      for name in TOOLHUB_VAR_DIR TOOLHUB_PORT TOOLHUB_DEMO_MCP_PORT TOOLHUB_EGRESS_ALLOW CACHE_URL \
+                  DATABASE_URL CELERY_BROKER_URL; do
+        if [ -n "$(setting "$name")" ]; then printf '%s=%s\n' "$name" "$(setting "$name")"; fi
+      done
+    } > "$VAR_DIR/run.env"
+  )
+}
+write_run_env
+
 pids=()
 names=()
 stopping=0
