@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import yaml
 
 from tests.ops.make_run import RunningDemo, start_make_run, stop_make_run
 
@@ -100,3 +101,27 @@ def test_a_key_revoked_in_a_second_shell_is_refused_on_the_next_request(demo):
     assert revoked.returncode == 0, revoked.stderr
     with _agent(demo, key) as agent:
         assert agent.get("/api/v1/tools").status_code == 401
+
+
+def test_a_grant_removed_by_catalog_apply_in_a_second_shell_is_gone_from_the_next_listing(demo, tmp_path):
+    # Given the agent listing cancel_order (the server caches the listing), and the demo's
+    # catalog exported in a second shell
+    assert "cancel_order" in _listed(demo)
+    catalog = tmp_path / "catalog" / "demo.yaml"
+    exported = demo.manage("catalog_export", "--tenant", "demo", "--out", str(catalog))
+    assert exported.returncode == 0, exported.stderr
+    document = yaml.safe_load(catalog.read_text())
+    document["grants"] = [g for g in document["grants"] if g["tool"] != "cancel_order"]
+    catalog.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    # When the file without that grant is applied there
+    applied = demo.manage("catalog_apply", str(catalog))
+
+    # Then the agent's very next listing no longer offers it
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "cancel_order" not in _listed(demo)
+
+
+def _listed(demo: RunningDemo) -> set[str]:
+    with _agent(demo) as agent:
+        return {t["name"] for t in agent.get("/api/v1/tools", params={"format": "toolhub"}).json()["tools"]}
