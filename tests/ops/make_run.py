@@ -14,7 +14,9 @@ from tests.ops.conftest import ROOT, free_port, wait_until
 
 # Settings of the test run that neither `make run` nor a user's second shell would have.
 _TEST_RUN_PREFIXES = ("TOOLHUB_", "LOG_", "DJANGO_", "PROMETHEUS_")
-_TEST_RUN_NAMES = frozenset({"DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL"})
+_TEST_RUN_NAMES = frozenset({"DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL",
+                             # `make test`'s own make, which a make started by a test must not join
+                             "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKE_TERMOUT", "MAKE_TERMERR"})
 
 
 def user_environment() -> dict[str, str]:
