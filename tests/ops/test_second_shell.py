@@ -39,19 +39,28 @@ def _described(demo: RunningDemo, tool: str) -> tuple[int | None, str]:
     return found.get("version"), found["description"]
 
 
-def test_lint_and_a_drift_check_from_a_second_shell_reach_the_demos_loopback_servers(demo):
+def test_lint_import_and_drift_check_from_a_second_shell_reach_the_demos_loopback_servers(demo):
     # Given make run, and a new terminal that exported nothing
-    # When the README's lint and drift check run there
+    # When the README's lint, an import of the demo provider's own document and the drift
+    # check run there
     linted = demo.manage("lint_tools")
+    imported = demo.manage(
+        "import_openapi", f"{demo.url}/demo/openapi.json", "--tenant", "demo", "--upstream", "payments-copy",
+        "--operations", "listOrderRefunds",
+    )
     synced = demo.manage("sync_upstreams", "--tenant", "demo")
 
     # Then the demo's upstreams are allowed as they are for the server: no egress ERROR on
     # the seeded refund_payment, and the shipping server is reached and compared
     assert linted.returncode == 0, linted.stdout[-3000:] + linted.stderr[-2000:]
     assert "egress" not in linted.stdout.lower()
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    assert "listOrderRefunds: new → list_order_refunds_2 v1 (draft)" in imported.stdout
     assert synced.returncode == 0, synced.stdout + synced.stderr
     assert "demo/demo-shipping: no new drift" in synced.stdout
     assert "not reached" not in synced.stdout
+    # and each printed its report, without the libraries' log lines (HTTP requests)
+    assert "HTTP Request" not in linted.stderr + imported.stderr + synced.stderr
 
 
 def test_a_version_published_by_import_mcp_in_a_second_shell_is_what_agents_see_next(demo):
