@@ -6,3 +6,8 @@ from __future__ import annotations
 class ImportRefused(Exception):
     """The import cannot be made as asked (a document that cannot be fetched, an unknown
     operation or agent, a draft that cannot be published); the message says what to change."""
+
+
+class Unsupported(Exception):
+    """An operation (or listed tool) ToolHub cannot map onto a tool; the reason, for the
+    curator. The import goes on without it."""

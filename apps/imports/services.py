@@ -31,14 +31,14 @@ from apps.upstreams.selectors import credential_get, upstream_get
 from apps.upstreams.services import upstream_save
 
 from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
-from .errors import ImportRefused
+from .errors import ImportRefused, Unsupported
+from .limits import Clock, ImportLimits
 from .mcp_tools import EXECUTOR as MCP_EXECUTOR
 from .mcp_tools import definition_digest, draft_of_tool, hints_note
 from .openapi import (
     Document,
     OpenAPIError,
     Operation,
-    Unsupported,
     document_operations,
     first_server_url,
     parse_document,
@@ -142,8 +142,10 @@ def openapi_import(
     audit events, and one `openapi.import` event (none when nothing changed). Raises
     ImportRefused (OpenAPIError for the document, naming where) with nothing written.
     """
-    document = parse_document(document_text)
-    operations = _selected(document_operations(document), operation_ids)
+    limits = ImportLimits.from_settings()
+    clock = Clock(limits)
+    document = parse_document(document_text, limits=limits, clock=clock)
+    operations = document_operations(document, only=operation_ids, limits=limits, clock=clock)
     base_url = base_url or first_server_url(document, fetched_from=fetched_from)
     agents = _agents(tenant, grant_agents)
     with transaction.atomic():
@@ -151,7 +153,9 @@ def openapi_import(
             tenant=tenant, name=upstream, base_url=base_url, credential_name=credential, actor=actor
         )
         taken: set[str] = set()
-        results = [_import_operation(tenant, document, op, upstream, actor, taken) for op in operations]
+        results = [
+            _import_operation(tenant, document, op, upstream, actor, taken, clock) for op in operations
+        ]
         if publish:
             _publish_drafts(results, actor, by="OpenAPI import", what="Operation")
         granted = _grant(tenant, agents, results, actor)
@@ -164,21 +168,6 @@ def openapi_import(
             )
     return ImportReport(upstream=upstream, base_url=base_url, title=document.title, results=tuple(results),
                         granted=granted)
-
-
-def _selected(
-    operations: list[Operation | tuple[str, str, str]], wanted: Sequence[str] | None
-) -> list[Operation | tuple[str, str, str]]:
-    if not wanted:
-        return operations
-    by_key = {(op.key if isinstance(op, Operation) else op[0]): op for op in operations}
-    unknown = [key for key in wanted if key not in by_key]
-    if unknown:
-        raise ImportRefused(
-            f"The document has no operation {', '.join(unknown)}; its operations are: "
-            f"{', '.join(by_key) or 'none'}."
-        )
-    return [by_key[key] for key in dict.fromkeys(wanted)]
 
 
 def _agents(tenant: Tenant, names: Iterable[str]) -> list[Agent]:
@@ -216,15 +205,28 @@ def _free_name(tenant: Tenant, wanted: str, taken: set[str]) -> str:
 
 def _import_operation(
     tenant: Tenant, document: Document, operation: Operation | tuple[str, str, str], upstream: str,
-    actor: str, taken: set[str],
+    actor: str, taken: set[str], clock: Clock,
 ) -> OperationResult:
     if not isinstance(operation, Operation):
         key, pointer, reason = operation
         return OperationResult(key=key, pointer=pointer, outcome=SKIPPED, reason=reason)
+    clock.check(f"{operation.pointer} (operation {operation.key})")
     try:
         draft = draft_of(operation, upstream=upstream)
     except Unsupported as exc:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=SKIPPED, reason=str(exc))
+    try:
+        return _draft_operation(tenant, document, operation, draft, upstream, actor, taken)
+    except ValidationError as error:
+        raise OpenAPIError(
+            operation.pointer, f"operation {operation.key} cannot become a draft: {' '.join(error.messages)}"
+        ) from None
+
+
+def _draft_operation(
+    tenant: Tenant, document: Document, operation: Operation, draft: Draft, upstream: str, actor: str,
+    taken: set[str],
+) -> OperationResult:
     source = _source(document, operation, upstream)
     previous = version_imported_from(tenant=tenant, upstream=upstream, key=operation.key)
     if previous is None:
