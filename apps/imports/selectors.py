@@ -10,14 +10,15 @@ from django.utils.text import Truncator
 
 from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.selectors import tool_visible_by_name
+from apps.common.jsontext import printable, text_hazard
 from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
-from .errors import ImportRefused
+from .errors import ImportRefused, Unsupported
+from .limits import ImportLimits
 from .mcp_tools import draft_of_tool, hints_note
-from .openapi import Unsupported
 
 DESCRIPTION_CHARS = 300
 
@@ -40,7 +41,7 @@ def mcp_tool_definitions(*, tenant: Tenant | None, upstream: str) -> tuple[str, 
 class ListedTool:
     """One tool an MCP server lists, as the import page offers it."""
 
-    name: str
+    name: str  # as listed, NUL and lone surrogates escaped
     description: str  # the server's, shortened: data to read, never instructions
     side_effect: str  # suggested from the annotations, for the curator to confirm
     hints: str
@@ -51,19 +52,22 @@ class ListedTool:
 def mcp_tools_offered(
     *, tenant: Tenant | None, upstream: str, definitions: list[dict[str, Any]]
 ) -> list[ListedTool]:
-    """Each listed tool with the side effect its draft would get and the version of `tenant`
-    imported from it before (none looked up without a tenant)."""
+    """Each listed tool with the side effect its draft would get (or why it cannot be
+    imported) and the version of `tenant` imported from it before (none looked up without a
+    tenant, nor for a name no version could have been made from)."""
     names = [str(definition["name"]) for definition in definitions]
-    imported = _mcp_imported_latest(tenant=tenant, upstream=upstream, keys=names) if tenant else {}
+    storable = [name for name in names if text_hazard(name) is None]
+    imported = _mcp_imported_latest(tenant=tenant, upstream=upstream, keys=storable) if tenant else {}
+    limits = ImportLimits.from_settings()
     offered = []
     for name, definition in zip(names, definitions, strict=True):
         try:
-            side_effect, problem = draft_of_tool(definition, upstream=upstream).side_effect, ""
+            side_effect, problem = draft_of_tool(definition, upstream=upstream, limits=limits).side_effect, ""
         except Unsupported as exc:
             side_effect, problem = "", str(exc)
-        description = Truncator(str(definition.get("description") or "")).chars(DESCRIPTION_CHARS)
+        description = Truncator(printable(str(definition.get("description") or ""))).chars(DESCRIPTION_CHARS)
         offered.append(ListedTool(
-            name=name, description=description,
+            name=printable(name), description=description,
             side_effect=side_effect, hints=hints_note(definition), problem=problem,
             imported=imported.get(name),
         ))

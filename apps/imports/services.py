@@ -24,6 +24,7 @@ from apps.catalog.lint import Finding
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.catalog.selectors import version_findings
 from apps.catalog.services import tool_save, version_create_draft, version_publish
+from apps.common.jsontext import printable
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
 from apps.upstreams.models import Upstream, UpstreamKind
@@ -32,7 +33,7 @@ from apps.upstreams.services import upstream_save
 
 from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
 from .errors import ImportRefused, Unsupported
-from .limits import Clock, ImportLimits
+from .limits import Clock, ImportLimitExceeded, ImportLimits
 from .mcp_tools import EXECUTOR as MCP_EXECUTOR
 from .mcp_tools import definition_digest, draft_of_tool, hints_note
 from .openapi import (
@@ -362,17 +363,27 @@ def mcp_definitions_import(
     unknown = [name for name in tool_names or () if name not in by_name]
     if unknown:
         raise ImportRefused(
-            f"{upstream} lists no tool {', '.join(unknown)}; it lists: {', '.join(by_name) or 'none'}."
+            f"{upstream} lists no tool {printable(', '.join(unknown))}; it lists: "
+            f"{printable(', '.join(by_name)) or 'none'}."
         )
     wanted = [by_name[name] for name in dict.fromkeys(tool_names)] if tool_names else list(definitions)
+    limits = ImportLimits.from_settings()
+    if len(wanted) > limits.max_operations:
+        raise ImportLimitExceeded(
+            upstream, f"{len(wanted)} tools are chosen; an import makes drafts of at most "
+            f"{limits.max_operations} (TOOLHUB_IMPORT_MAX_OPERATIONS). Choose fewer (--tools)."
+        )
     agents = _agents(tenant, grant_agents)
+    clock = Clock(limits)
+    # The names as they can be stored: one with a NUL is kept escaped.
+    listed = sorted(printable(name) for name in by_name)
     with transaction.atomic():
         taken: set[str] = set()
-        results = [
-            mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream, actor=actor,
-                                  taken=taken, listed=sorted(by_name))
-            for definition in wanted
-        ]
+        results = []
+        for definition in wanted:
+            clock.check(f"{upstream}, tool {printable(str(definition['name']))}")
+            results.append(mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream,
+                                                 actor=actor, taken=taken, listed=listed, limits=limits))
         if publish:
             _publish_drafts(results, actor, by="MCP import", what="Tool")
         granted = _grant(tenant, agents, results, actor)
@@ -389,7 +400,7 @@ def mcp_definitions_import(
 
 def mcp_import_definition(
     *, tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, why: str = "Re-imported",
-    taken: set[str] | None = None, listed: Sequence[str] = (),
+    taken: set[str] | None = None, listed: Sequence[str] = (), limits: ImportLimits | None = None,
 ) -> OperationResult:
     """One listed tool of `upstream` as mcp_import makes it: a new tool and draft, or for a tool
     imported before whose definition changed, a new draft from the tool's latest version with
@@ -400,9 +411,9 @@ def mcp_import_definition(
     is SKIPPED with nothing written."""
     key = str(definition["name"])
     try:
-        draft = draft_of_tool(definition, upstream=upstream)
+        draft = draft_of_tool(definition, upstream=upstream, limits=limits)
     except Unsupported as exc:
-        return OperationResult(key=key, pointer="", outcome=SKIPPED, reason=str(exc))
+        return OperationResult(key=printable(key), pointer="", outcome=SKIPPED, reason=str(exc))
     source = {"kind": "mcp", "upstream": upstream, "key": key, "digest": definition_digest(definition),
               "tool": definition, **({"listed": list(listed)} if listed else {})}
     previous = version_imported_from(tenant=tenant, upstream=upstream, key=key, kind="mcp")
