@@ -9,7 +9,7 @@ from typing import Any
 from django.utils.text import Truncator
 
 from apps.catalog.models import Tool, ToolVersion
-from apps.catalog.selectors import tool_visible_by_name
+from apps.catalog.selectors import tools_visible_to_tenant
 from apps.common.jsontext import printable, text_hazard
 from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
@@ -75,7 +75,7 @@ def mcp_tools_offered(
 
 
 def _mcp_imported_latest(*, tenant: Tenant, upstream: str, keys: list[str]) -> dict[str, ToolVersion]:
-    """Per server tool of `keys`: version_latest of the tool version_imported_from finds for it,
+    """Per server tool of `keys`: version_latest of the tool versions_imported_from finds for it,
     for all of them in two queries rather than two per tool."""
     made_from: dict[str, int] = {}
     for key, tool_id in (
@@ -94,19 +94,24 @@ def _mcp_imported_latest(*, tenant: Tenant, upstream: str, keys: list[str]) -> d
     return {key: latest[tool_id] for key, tool_id in made_from.items()}
 
 
-def version_imported_from(
-    *, tenant: Tenant, upstream: str, key: str, kind: str = "openapi"
-) -> ToolVersion | None:
-    """The tenant's newest version made from `key` of `upstream` (an operation of its OpenAPI
-    document, or a tool its MCP server lists), or None."""
-    return (
+def versions_imported_from(
+    *, tenant: Tenant, upstream: str, keys: list[str], kind: str = "openapi"
+) -> dict[str, ToolVersion]:
+    """For each of `keys` that has one, the tenant's newest version made from that key of
+    `upstream` (an operation of its OpenAPI document, or a tool its MCP server lists); in one
+    query, whatever the number of keys. A key no version can hold (a NUL, a lone surrogate)
+    has none, and is not asked about."""
+    keys = [key for key in keys if text_hazard(key) is None]
+    newest: dict[str, ToolVersion] = {}
+    for version in (
         ToolVersion.objects.filter(
-            tool__tenant=tenant, source__kind=kind, source__upstream=upstream, source__key=key
+            tool__tenant=tenant, source__kind=kind, source__upstream=upstream, source__key__in=keys
         )
         .select_related("tool")
         .order_by("-created_at", "-pk")
-        .first()
-    )
+    ):
+        newest.setdefault(str(version.source["key"]), version)
+    return newest
 
 
 def version_latest(*, tool: Tool) -> ToolVersion:
@@ -115,8 +120,6 @@ def version_latest(*, tool: Tool) -> ToolVersion:
     return ToolVersion.objects.select_related("tool").filter(tool=tool).latest("number")
 
 
-def tool_name_is_free(*, tenant: Tenant, name: str) -> bool:
-    """Whether a new tool of the tenant may take `name` (not the tenant's, nor a shared one)."""
-    return tool_visible_by_name(tenant=tenant, name=name) is None and not Tool.objects.filter(
-        name=name, tenant__isnull=True
-    ).exists()
+def tool_names_taken(*, tenant: Tenant) -> set[str]:
+    """The names a new tool of the tenant may not take: the tenant's and the shared ones."""
+    return set(tools_visible_to_tenant(tenant=tenant).values_list("name", flat=True))
