@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from .errors import ImportRefused
+from .errors import DocumentProblem
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,9 @@ class ImportLimits:
         )
 
 
-class ImportLimitExceeded(ImportRefused):
+class ImportLimitExceeded(DocumentProblem):
     """The import would cost more than a limit allows, at `where`; `problem` names the limit
     and its setting."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where or '(document)'}: {problem}")
-        self.where = where
-        self.problem = problem
 
 
 def too_deep(limit: int) -> str:

@@ -30,7 +30,7 @@ import yaml
 from apps.catalog.definitions import RESERVED_HEADERS
 from apps.common import jsontext
 
-from .errors import ImportRefused, Unsupported
+from .errors import DocumentProblem, ImportRefused, Unsupported
 from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep
 from .refs import Expander, RefError, pointer
 
@@ -42,13 +42,8 @@ TRANSPORT_HEADERS = RESERVED_HEADERS - {"authorization", "proxy-authorization", 
 _CLOCK_EVERY = 1_000
 
 
-class OpenAPIError(ImportRefused):
+class OpenAPIError(DocumentProblem):
     """The document is not an OpenAPI 3.0 or 3.1 document ToolHub can read, at `where`."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where or '(document)'}: {problem}")
-        self.where = where
-        self.problem = problem
 
 
 @dataclass(frozen=True)

@@ -14,20 +14,15 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from .errors import Unsupported
+from .errors import DocumentProblem, Unsupported
 from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep, too_many_nodes
 
 # How often (in nodes copied) an expansion looks at the import's clock.
 CLOCK_EVERY = 1_000
 
 
-class RefError(Exception):
+class RefError(DocumentProblem):
     """A `$ref` at `where` that does not lead to a value of the document."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where or '(document)'}: {problem}")
-        self.where = where
-        self.problem = problem
 
 
 def pointer(parts: Any) -> str:
