@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apps.common.jsontext import first_hazard
+from apps.common.jsontext import HazardKind, first_hazard
 
 from .drafts import Draft, json_schema, snake_name, strict
 from .errors import Unsupported
-from .limits import ImportLimitExceeded, ImportLimits
+from .limits import ImportLimitExceeded, ImportLimits, too_deep
 from .openapi import operation_digest
 from .refs import Expander, RefError, pointer
 
@@ -45,7 +45,10 @@ def definition_problem(definition: Mapping[str, Any], *, limits: ImportLimits) -
     hazard = first_hazard(dict(definition), max_depth=limits.max_depth, exact_integers=False)
     if hazard is None:
         return ""
-    return f"its definition cannot be stored: at {pointer(hazard.path) or '/'}, {hazard.problem}."
+    where = pointer(hazard.path) or "/"
+    if hazard.kind == HazardKind.TOO_DEEP:
+        return f"its definition at {where} is {too_deep(limits.max_depth)}"
+    return f"its definition cannot be stored: at {where}, {hazard.problem}."
 
 
 def _input_schema(definition: Mapping[str, Any], limits: ImportLimits) -> dict[str, Any]:

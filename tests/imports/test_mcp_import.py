@@ -10,7 +10,8 @@ from rest_framework.test import APIClient
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import ToolVersion
-from apps.imports.mcp_tools import draft_of_tool
+from apps.imports.limits import ImportLimits
+from apps.imports.mcp_tools import definition_problem, draft_of_tool
 from apps.tenancy.services import agent_key_issue
 from tests.gateway.conftest import invoke
 from tests.imports.conftest import SECRET, import_mcp
@@ -148,6 +149,17 @@ def test_tools_toolhub_cannot_store_or_expand_are_skipped_with_the_reason(agent,
     assert "TOOLHUB_IMPORT_MAX_SCHEMA_NODES" in printed
     names = set(ToolVersion.objects.values_list("tool__name", flat=True))
     assert "track_shipment" in names and not names & {"recurse", "bad_name", "bomb"}
+
+
+def test_a_definition_nested_past_the_limit_is_not_importable_naming_the_setting():
+    schema: dict = {"type": "string"}
+    for _ in range(40):
+        schema = {"type": "object", "properties": {"n": schema}}
+
+    problem = definition_problem({"name": "deep", "inputSchema": schema}, limits=ImportLimits.from_settings())
+
+    assert problem.startswith("its definition at /inputSchema/properties/n/")
+    assert problem.endswith("is nested deeper than 64 levels (TOOLHUB_IMPORT_MAX_DEPTH).")
 
 
 def test_more_tools_than_the_limit_are_refused_naming_it(agent, settings):
