@@ -158,7 +158,7 @@ def openapi_import(
             _import_operation(tenant, document, op, upstream, actor, known, clock) for op in operations
         ]
         if publish:
-            _publish_drafts(results, actor, by="OpenAPI import", what="Operation")
+            _publish_drafts(results, actor, clock, by="OpenAPI import", what="Operation")
         granted = _grant(tenant, agents, results, actor)
         results = _with_findings(results)
         if granted or any(r.outcome in (NEW, CHANGED) for r in results):
@@ -303,10 +303,11 @@ def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], execu
     return content
 
 
-def _publish_drafts(results: list[OperationResult], actor: str, *, by: str, what: str) -> None:
+def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *, by: str, what: str) -> None:
     for result in results:
         if result.version is None or result.version.status != VersionStatus.DRAFT:
             continue
+        clock.check(f"{what.lower()} {result.key}, publishing its draft")
         try:
             version_publish(version=result.version, actor=actor, note=f"Published by the {by}.")
         except ValidationError as error:
@@ -409,7 +410,7 @@ def mcp_definitions_import(
             results.append(mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream,
                                                  actor=actor, known=known, listed=listed, limits=limits))
         if publish:
-            _publish_drafts(results, actor, by="MCP import", what="Tool")
+            _publish_drafts(results, actor, clock, by="MCP import", what="Tool")
         granted = _grant(tenant, agents, results, actor)
         results = _with_findings(results)
         if granted or any(r.outcome in (NEW, CHANGED) for r in results):

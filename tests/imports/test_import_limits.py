@@ -146,3 +146,4 @@ def test_a_recursive_schema_still_skips_only_its_operation(tenant):
     assert {r.key: r.outcome for r in report.results} == {"plantTree": "skipped", "listItems": "new"}
     skipped = report.results[0].reason
     assert "recursive" in skipped and "/components/schemas/Tree" in skipped
+
