@@ -24,6 +24,8 @@ class ImportLimits:
     max_depth: int
     # JSON values (objects, arrays, scalars) of one operation or tool with `$ref`s expanded.
     max_schema_nodes: int
+    # The same, of all the operations of one import together: what it stores.
+    max_import_nodes: int
     # Operations (or MCP tools) one import makes drafts of.
     max_operations: int
     # Seconds from reading the document to the last draft.
@@ -34,6 +36,7 @@ class ImportLimits:
         return cls(
             max_depth=settings.TOOLHUB_IMPORT_MAX_DEPTH,
             max_schema_nodes=settings.TOOLHUB_IMPORT_MAX_SCHEMA_NODES,
+            max_import_nodes=settings.TOOLHUB_IMPORT_MAX_IMPORT_NODES,
             max_operations=settings.TOOLHUB_IMPORT_MAX_OPERATIONS,
             max_seconds=settings.TOOLHUB_IMPORT_MAX_SECONDS,
         )
@@ -46,6 +49,14 @@ class ImportLimitExceeded(DocumentProblem):
 
 def too_deep(limit: int) -> str:
     return f"nested deeper than {limit} levels (TOOLHUB_IMPORT_MAX_DEPTH)."
+
+
+def too_many_import_nodes(limit: int) -> str:
+    return (
+        f"the operations up to this one, with their $refs expanded, have more than {limit} nodes "
+        "together (TOOLHUB_IMPORT_MAX_IMPORT_NODES); import fewer operations at a time "
+        "(--operations, or the form's operations field)."
+    )
 
 
 def too_many_nodes(limit: int) -> str:

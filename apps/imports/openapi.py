@@ -31,7 +31,7 @@ from apps.catalog.definitions import RESERVED_HEADERS
 from apps.common import jsontext
 
 from .errors import DocumentProblem, ImportRefused, Unsupported
-from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep
+from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep, too_many_import_nodes
 from .refs import Expander, RefError, pointer
 
 METHODS = ("get", "head", "post", "put", "patch", "delete")
@@ -345,13 +345,17 @@ def document_operations(
     limits = limits or ImportLimits.from_settings()
     credentials = _credential_names(document, limits)
     found: list[Operation | tuple[str, str, str]] = []
+    nodes = 0
     for listed in _chosen(_listed_operations(document, limits), only, limits):
         named = f"{listed.pointer} (operation {listed.key})"
         try:
             if clock is not None:
                 clock.check(named)
-            found.append(_operation(document, listed, credentials, Expander(document.content, limits=limits,
-                                                                            clock=clock)))
+            expander = Expander(document.content, limits=limits, clock=clock)
+            found.append(_operation(document, listed, credentials, expander))
+            nodes += expander.nodes
+            if nodes > limits.max_import_nodes:
+                raise ImportLimitExceeded(named, too_many_import_nodes(limits.max_import_nodes))
         except Unsupported as exc:
             found.append((listed.key, listed.pointer, str(exc)))
         except ImportLimitExceeded as exc:

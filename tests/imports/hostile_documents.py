@@ -47,6 +47,15 @@ def ref_bomb(levels: int) -> bytes:
     ).encode()
 
 
+def shared_body(operations: int) -> bytes:
+    """`operations` operations whose bodies are the same schema of ten properties, by $ref:
+    each small, together larger."""
+    schema = {"type": "object", "properties": {f"p{n}": {"type": "string"} for n in range(10)}}
+    post = _body_of("#/components/schemas/Item")["/items"]["post"]
+    paths = {f"/items/{n}": {"post": {**post, "operationId": f"createItem{n}"}} for n in range(operations)}
+    return json.dumps(document(paths, components={"schemas": {"Item": schema}})).encode()
+
+
 def ref_chain(levels: int) -> bytes:
     """`levels` schemas, each an object whose one property is the previous one: a schema
     `levels` objects deep, written flat."""

@@ -18,7 +18,7 @@ from apps.imports.services import openapi_import
 from apps.upstreams.models import Upstream
 from tests.factories import TenantFactory
 
-from .hostile_documents import HOSTILE, document, many_operations, ref_bomb, ref_chain
+from .hostile_documents import HOSTILE, document, many_operations, ref_bomb, ref_chain, shared_body
 
 pytestmark = pytest.mark.django_db
 
@@ -74,16 +74,22 @@ def test_the_command_refuses_a_hostile_document_naming_the_place(tenant, case, t
 
 
 def test_the_limits_are_settings(tenant, settings):
-    # given: a bomb small enough for the default limit, and a small chain
+    # given: documents within the default limits (a bomb of 64 copies, a small chain, a few
+    # operations sharing a schema)
     settings.TOOLHUB_IMPORT_MAX_SCHEMA_NODES = 100
-    settings.TOOLHUB_IMPORT_MAX_OPERATIONS = 3
 
     # when / then: each is refused at the configured limit, naming it
     with pytest.raises(ImportRefused, match=r"more than 100 nodes \(TOOLHUB_IMPORT_MAX_SCHEMA_NODES\)"):
         openapi_import(tenant=tenant, document_text=ref_bomb(6), upstream="hostile", actor="curator")
+    settings.TOOLHUB_IMPORT_MAX_IMPORT_NODES = 100
+    together = r"more than 100 nodes together \(TOOLHUB_IMPORT_MAX_IMPORT_NODES\)"
+    with pytest.raises(ImportRefused, match=together):
+        openapi_import(tenant=tenant, document_text=shared_body(operations=5), upstream="hostile",
+                       actor="curator")
     settings.TOOLHUB_IMPORT_MAX_DEPTH = 12
     with pytest.raises(ImportRefused, match=r"deeper than 12 levels \(TOOLHUB_IMPORT_MAX_DEPTH\)"):
         openapi_import(tenant=tenant, document_text=ref_chain(8), upstream="hostile", actor="curator")
+    settings.TOOLHUB_IMPORT_MAX_OPERATIONS = 3
     with pytest.raises(ImportRefused, match=r"4 operations.*at most 3 \(TOOLHUB_IMPORT_MAX_OPERATIONS\)"):
         openapi_import(tenant=tenant, document_text=many_operations(4), upstream="hostile", actor="curator")
     assert nothing_was_stored()

@@ -277,6 +277,7 @@ TOOLHUB_LINT_MAX_TOOLSET_TOKENS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOKENS", def
 # refused, naming the limit, its setting and where in the document it was hit.
 TOOLHUB_IMPORT_MAX_DEPTH = env.int("TOOLHUB_IMPORT_MAX_DEPTH", default=64)
 TOOLHUB_IMPORT_MAX_SCHEMA_NODES = env.int("TOOLHUB_IMPORT_MAX_SCHEMA_NODES", default=10_000)
+TOOLHUB_IMPORT_MAX_IMPORT_NODES = env.int("TOOLHUB_IMPORT_MAX_IMPORT_NODES", default=1_000_000)
 TOOLHUB_IMPORT_MAX_OPERATIONS = env.int("TOOLHUB_IMPORT_MAX_OPERATIONS", default=1_000)
 TOOLHUB_IMPORT_MAX_SECONDS = env.float("TOOLHUB_IMPORT_MAX_SECONDS", default=120.0)
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
