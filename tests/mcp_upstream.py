@@ -89,6 +89,18 @@ class McpUpstream:
         self.functions[name] = function
         self.annotations[name] = annotations or {}
 
+    def list_as_written(self, name: str, input_schema: dict[str, Any], *, description: str = "") -> None:
+        """List one more tool exactly as given, its input schema written by hand rather than
+        made from a function's signature (a server may list anything)."""
+
+        def unused() -> str:
+            return "not called"
+
+        self._mcp().add_tool(unused, name=name, description=description)
+        self._mcp()._tool_manager._tools[name].parameters = input_schema
+        self.functions[name] = unused
+        self.annotations[name] = {}
+
     def remove_tool(self, name: str) -> None:
         self._mcp().remove_tool(name)
         self.functions.pop(name, None)

@@ -125,11 +125,25 @@ def _toolset_findings(toolsets: QuerySet[Toolset], replace: ToolVersion | None =
 def version_findings(*, version: ToolVersion) -> list[Finding]:
     """Lint of one version against the tools beside it, and of the toolsets its tool is in
     (counted with this version in place of the tool's published one)."""
-    others = _current_definitions(_neighbours(version.tool).exclude(pk=version.tool_id))
-    findings = lint_tool(
-        lint_definition(version), others=list(others.values()), deployment=lint_deployment()
-    )
-    return sorted_findings([*findings, *_toolset_findings(version.tool.toolsets.all(), replace=version)])
+    return versions_findings(versions=[version])[version.pk]
+
+
+def versions_findings(*, versions: list[ToolVersion]) -> dict[Any, list[Finding]]:
+    """version_findings of each of `versions` by its pk, reading the tools beside them once per
+    tenant rather than once per version (an import lints hundreds of drafts together)."""
+    beside: dict[int | None, dict[int, ToolDefinition]] = {}
+    deployment = lint_deployment()
+    found: dict[Any, list[Finding]] = {}
+    for version in versions:
+        tenant_id = version.tool.tenant_id
+        if tenant_id not in beside:
+            beside[tenant_id] = _current_definitions(_neighbours(version.tool))
+        others = [d for tool_id, d in beside[tenant_id].items() if tool_id != version.tool_id]
+        findings = lint_tool(lint_definition(version), others=others, deployment=deployment)
+        found[version.pk] = sorted_findings(
+            [*findings, *_toolset_findings(version.tool.toolsets.all(), replace=version)]
+        )
+    return found
 
 
 def catalog_findings(*, tenant_id: int | None = None) -> list[Finding]:

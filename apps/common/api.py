@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError
+from django.db import DatabaseError, DataError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -94,6 +94,19 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
             hint=f"Wait {wait:.0f} s before the next request.",
             retry_after_s=wait,
             http_status=429,
+        )
+    if isinstance(exc, DataError):
+        # The database is there and refused a value (a NUL, a lone surrogate, a number out of
+        # range): the request's fault, which waiting does not mend. Inputs are checked before
+        # they reach the database; this answers what a check missed.
+        logger.error("database refused a value: %s", type(exc).__name__)
+        return InvalidArgsError(
+            "ToolHub's database refused a value of this request: text with a NUL character or a "
+            "lone surrogate, or a number out of range.",
+            hint="Find that value in the request, correct it and send the request again; the same "
+            "request unchanged is refused the same way.",
+            details=[ErrorDetail(path="/", problem="holds a value the database cannot store")],
+            http_status=400,
         )
     if isinstance(exc, DatabaseError):
         logger.error("database unavailable: %s", type(exc).__name__)

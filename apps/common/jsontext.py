@@ -80,20 +80,22 @@ def text_hazard(text: str) -> Hazard | None:
     return None
 
 
-def value_hazard(value: Any) -> Hazard | None:
-    """What makes one scalar unusable, None if nothing."""
+def value_hazard(value: Any, *, exact_integers: bool = True) -> Hazard | None:
+    """What makes one scalar unusable, None if nothing. Without `exact_integers`, an integer
+    past 2**53 that Python converts is usable (a schema's int64 bound, never hashed)."""
     if isinstance(value, str):
         return text_hazard(value)
     if isinstance(value, OversizedInteger):
         return Hazard(HazardKind.INEXACT_INTEGER, str(value))
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_EXACT_INTEGER:
+    if (exact_integers and isinstance(value, int) and not isinstance(value, bool)
+            and abs(value) > MAX_EXACT_INTEGER):
         return Hazard(HazardKind.INEXACT_INTEGER, f"an integer of {len(str(abs(value)))} digits")
     if isinstance(value, float) and not math.isfinite(value):
         return Hazard(HazardKind.NOT_FINITE, "a number that is not finite")
     return None
 
 
-def first_hazard(value: Any, *, max_depth: int | None = None) -> Hazard | None:
+def first_hazard(value: Any, *, max_depth: int | None = None, exact_integers: bool = True) -> Hazard | None:
     """The first NUL, lone surrogate, inexact integer or non-finite number in `value` (keys
     included), or the first container deeper than `max_depth`; None when there is none.
 
@@ -102,7 +104,7 @@ def first_hazard(value: Any, *, max_depth: int | None = None) -> Hazard | None:
     the caller most likely meant it.
     """
     if not isinstance(value, dict | list):
-        return value_hazard(value)
+        return value_hazard(value, exact_integers=exact_integers)
     stack: list[tuple[dict[str, Any] | list[Any], tuple[str | int, ...]]] = [(value, ())]
     while stack:
         node, path = stack.pop()
@@ -115,6 +117,6 @@ def first_hazard(value: Any, *, max_depth: int | None = None) -> Hazard | None:
                 return replace(found, problem=f"its name {found.problem}", path=(*path, name))
             if isinstance(child, dict | list):
                 stack.append((child, (*path, key)))
-            elif found := value_hazard(child):
+            elif found := value_hazard(child, exact_integers=exact_integers):
                 return replace(found, path=(*path, key))
     return None

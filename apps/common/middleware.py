@@ -81,7 +81,8 @@ class BodyRefusalMiddleware:
 
 class DatabaseUnavailableMiddleware:
     """A database outage in a view outside the agent API (admin, demo upstream) answers 503
-    with the same envelope as the API, instead of a 500 that reads like a bug."""
+    with the same envelope as the API, instead of a 500 that reads like a bug; a value the
+    database refused (DataError) answers 400, as the request's fault, not an outage."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -96,5 +97,6 @@ class DatabaseUnavailableMiddleware:
         assert error is not None
         refusal_observed(status=error.http_status, kind=error.kind)
         response = JsonResponse(error.as_envelope(), status=error.http_status)
-        response["Retry-After"] = str(int(error.retry_after_s or 5))
+        if error.retry_after_s is not None:
+            response["Retry-After"] = str(int(error.retry_after_s))
         return response

@@ -103,7 +103,9 @@ def openapi_import_view(request: HttpRequest) -> HttpResponse:
         "report": report,
         "error": error,
     }
-    return TemplateResponse(request, "admin/imports/openapi_import.html", context)
+    # A refused import is the request's fault (the document, or what was asked): a 4xx.
+    return TemplateResponse(request, "admin/imports/openapi_import.html", context,
+                            status=400 if error else 200)
 
 
 class McpToolsImportForm(forms.Form):
@@ -164,4 +166,6 @@ def mcp_tools_import_view(request: HttpRequest, upstream_id: int) -> HttpRespons
         "report": report,
         "error": error,
     }
-    return TemplateResponse(request, "admin/imports/mcp_tools_import.html", context)
+    # Listing alone never is; an import refused is the request's fault: a 4xx.
+    status = 400 if error and request.method == "POST" else 200
+    return TemplateResponse(request, "admin/imports/mcp_tools_import.html", context, status=status)

@@ -1,8 +1,9 @@
 """A tool an MCP server lists (`tools/list`) as the content of a tool version draft. Pure.
 
-- parameters: its `inputSchema`, `$ref`s inside it resolved, made strict like an OpenAPI
-  operation's (drafts.py: every property required, an optional one admitting null, objects
-  closed);
+- parameters: its `inputSchema`, `$ref`s inside it expanded within the import's limits
+  (refs.py; a recursive one, or one past a limit, makes the tool not importable), made
+  strict like an OpenAPI operation's (drafts.py: every property required, an optional one
+  admitting null, objects closed);
 - side effect from its annotations, for the curator to confirm: `readOnlyHint` →
   `readonly`, otherwise (`destructiveHint` or no hint) `write`; `idempotentHint` is noted;
 - the `mcp` executor's config: the upstream and the server's name for the tool; a write's
@@ -16,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jsonref
+from apps.common.jsontext import HazardKind, first_hazard
 
 from .drafts import Draft, json_schema, snake_name, strict
-from .openapi import Unsupported, operation_digest
+from .errors import Unsupported
+from .limits import ImportLimitExceeded, ImportLimits, too_deep
+from .openapi import operation_digest
+from .refs import Expander, RefError, pointer
 
 EXECUTOR = "mcp"
 IDEMPOTENCY_ARGUMENTS = ("idempotency_key", "idempotencyKey")
@@ -35,34 +39,46 @@ def annotations_of(definition: Mapping[str, Any]) -> dict[str, Any]:
     return dict(annotations) if isinstance(annotations, dict) else {}
 
 
-def _input_schema(definition: Mapping[str, Any]) -> dict[str, Any]:
+def definition_problem(definition: Mapping[str, Any], *, limits: ImportLimits) -> str:
+    """Why ToolHub cannot store the definition as listed (a NUL, a lone surrogate, a number
+    that is not finite, nesting past the limit), naming where; "" when it can."""
+    hazard = first_hazard(dict(definition), max_depth=limits.max_depth, exact_integers=False)
+    if hazard is None:
+        return ""
+    where = pointer(hazard.path) or "/"
+    if hazard.kind == HazardKind.TOO_DEEP:
+        return f"its definition at {where} is {too_deep(limits.max_depth)}"
+    return f"its definition cannot be stored: at {where}, {hazard.problem}."
+
+
+def _input_schema(definition: Mapping[str, Any], limits: ImportLimits) -> dict[str, Any]:
     schema = definition.get("inputSchema")
     if not isinstance(schema, dict):
         return {"type": "object", "properties": {}}
     try:
-        resolved = jsonref.replace_refs(schema, proxies=False, lazy_load=False, merge_props=True,
-                                        loader=_refuse_external)
-    except (jsonref.JsonRefError, RecursionError) as exc:
-        raise Unsupported(f"its inputSchema has a $ref ToolHub cannot resolve ({type(exc).__name__}).") \
-            from None
+        resolved = Expander(schema, limits=limits).expand(schema, "")
+    except (RefError, ImportLimitExceeded) as exc:
+        raise Unsupported(f"its inputSchema at {exc.where or '/'}: {exc.problem}") from None
     converted = json_schema(resolved, is_30=False)
     if not (isinstance(converted, dict) and converted.get("type", "object") == "object"):
         raise Unsupported("its inputSchema is not an object schema.")
     return {**converted, "type": "object", "properties": converted.get("properties") or {}}
 
 
-def _refuse_external(uri: str) -> Any:
-    raise Unsupported(f"its inputSchema refers to {uri!r}, outside the tool's definition.")
-
-
-def draft_of_tool(definition: Mapping[str, Any], *, upstream: str) -> Draft:
-    """The draft content of one listed tool, calling it on `upstream`. Raises Unsupported."""
+def draft_of_tool(
+    definition: Mapping[str, Any], *, upstream: str, limits: ImportLimits | None = None
+) -> Draft:
+    """The draft content of one listed tool, calling it on `upstream`. Raises Unsupported,
+    also for a definition ToolHub cannot store or past the import's `limits`."""
+    limits = limits or ImportLimits.from_settings()
+    if problem := definition_problem(definition, limits=limits):
+        raise Unsupported(problem)
     name = str(definition["name"])
     annotations = annotations_of(definition)
     title = str(definition.get("title") or annotations.get("title") or "").strip()
     description = str(definition.get("description") or "").strip()
     side_effect = "readonly" if annotations.get("readOnlyHint") is True else "write"
-    schema = _input_schema(definition)
+    schema = _input_schema(definition, limits)
     config = {"upstream": upstream, "tool": name}
     if side_effect == "write":
         for argument in IDEMPOTENCY_ARGUMENTS:

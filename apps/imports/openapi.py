@@ -1,50 +1,54 @@
 """OpenAPI 3.0 and 3.1 documents read as operations. Pure: text in, frozen values out.
 
 A document is data written by others (docs/principles.md 18): it is parsed (JSON or YAML,
-no YAML aliases), its `$ref`s resolved by `jsonref` (references inside the document only:
-an import never fetches what a document points to), and each operation becomes one
-`Operation`: what it is, where it is, and the normalized dict a draft is made from
-(drafts.py), whose digest says whether it changed since.
+no YAML aliases) within the import's limits (limits.py: nesting, time), refused with the
+place named when it holds a value ToolHub cannot store (NUL, a lone surrogate, an integer
+too long to convert, NaN or an infinity), and each operation becomes one `Operation`: what
+it is, where it is, and the normalized dict a draft is made from (drafts.py), whose digest
+says whether it changed since. Its `$ref`s are expanded per operation, within the limits
+(refs.py: references inside the document only: an import never fetches what a document
+points to).
 
-Problems of the document raise `OpenAPIError` naming where (a JSON pointer); an operation
-that cannot be read as a finite one (a recursive schema) is returned as skipped with the
-reason.
+Problems of the document raise `OpenAPIError` naming where (a JSON pointer), limits
+`ImportLimitExceeded`; an operation that cannot be read as a finite one (a recursive
+schema) is returned as skipped with the reason.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
-import jsonref
 import yaml
 
-from .errors import ImportRefused
+from apps.catalog.definitions import RESERVED_HEADERS
+from apps.common import jsontext
+
+from .errors import DocumentProblem, ImportRefused, Unsupported
+from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep, too_many_import_nodes
+from .refs import Expander, RefError, pointer
 
 METHODS = ("get", "head", "post", "put", "patch", "delete")
+# Header parameters ToolHub's transport sets itself; the credential ones are left out of the
+# arguments instead (drafts.py), the others cannot be an argument of any call.
+TRANSPORT_HEADERS = RESERVED_HEADERS - {"authorization", "proxy-authorization", "cookie"}
+# How often (in YAML nodes composed) parsing looks at the import's clock.
+_CLOCK_EVERY = 1_000
 
 
-class OpenAPIError(ImportRefused):
+class OpenAPIError(DocumentProblem):
     """The document is not an OpenAPI 3.0 or 3.1 document ToolHub can read, at `where`."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where or '(document)'}: {problem}")
-        self.where = where
-        self.problem = problem
-
-
-class Unsupported(Exception):
-    """An operation ToolHub cannot map onto a tool; the reason, for the curator."""
 
 
 @dataclass(frozen=True)
 class Document:
-    """A parsed document with its references resolved."""
+    """A parsed document, as written: its `$ref`s are expanded per operation."""
 
     openapi: str
     title: str
@@ -72,68 +76,126 @@ class Operation:
 # --- parsing --------------------------------------------------------------------------------
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """YAML without aliases: a few nested aliases expand to billions of nodes."""
+def _yaml_loader(limits: ImportLimits, clock: Clock | None) -> type[yaml.SafeLoader]:
+    """A SafeLoader without aliases (a few nested aliases expand to billions of nodes), nested
+    at most `limits.max_depth`, within the import's time, whose integers too long to convert
+    are kept as markers (refused below, with their place)."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
+    class Loader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
             event = self.peek_event()
-            raise OpenAPIError(
-                f"line {event.start_mark.line + 1}",
-                "YAML aliases (*name) are not accepted; write the value out.",
-            )
-        return super().compose_node(parent, index)
+            where = f"line {event.start_mark.line + 1}, column {event.start_mark.column + 1}"
+            if self.check_event(yaml.AliasEvent):
+                raise OpenAPIError(where, "YAML aliases (*name) are not accepted; write the value out.")
+            if clock is not None:
+                clock.check(where, every=_CLOCK_EVERY)
+            self.depth += 1
+            if self.depth > limits.max_depth:
+                raise ImportLimitExceeded(where, too_deep(limits.max_depth))
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_yaml_int(self, node: Any) -> Any:
+            try:
+                return super().construct_yaml_int(node)
+            except ValueError:
+                return jsontext.OversizedInteger(digits=len(node.value.lstrip("+-").replace("_", "")))
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    return Loader
 
 
-def _pointer(parts: Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+def _as_json(value: Any) -> Any:
+    """YAML's values as JSON has them: keys as text, dates (and the rare binary or set) as
+    their text. Recursive: the loader bounded the nesting."""
+    if isinstance(value, dict):
+        return {_json_key(k): _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    if value is None or isinstance(value, str | int | float | jsontext.OversizedInteger):
+        return value
+    return value.isoformat() if isinstance(value, datetime.date) else str(value)
 
 
-def _refuse_external(uri: str) -> Any:
-    raise OpenAPIError(
-        "", f"$ref to {uri!r} points outside the document; an import reads one document only: "
-        "bundle the referenced files into it."
-    )
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
 
 
-def parse_document(text: str | bytes) -> Document:
-    """The document in `text` (JSON or YAML), its `$ref`s resolved. Raises OpenAPIError."""
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_place_deeper_than(text: str, limit: int) -> str:
+    """Where JSON `text` first nests deeper than `limit`: "line L, column C" (or "" if it does
+    not). Read only after the decoder ran out of stack, so the cost is in the refusal."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            if depth > limit:
+                at = token.start()
+                line, column = text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+                return f"line {line}, column {column}"
+        elif mark in "]}":
+            depth -= 1
+    return ""
+
+
+def _loaded(text: str, limits: ImportLimits, clock: Clock | None) -> Any:
+    try:
+        return jsontext.loads(text)
+    except RecursionError:
+        raise ImportLimitExceeded(_json_place_deeper_than(text, limits.max_depth),
+                                  too_deep(limits.max_depth)) from None
+    except ValueError:
+        pass
+    try:
+        raw = yaml.load(text, Loader=_yaml_loader(limits, clock))  # noqa: S506 - a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise OpenAPIError(where, f"neither JSON nor YAML ({getattr(exc, 'problem', exc)}).") from None
+    return _as_json(raw)
+
+
+def parse_document(text: str | bytes, *, limits: ImportLimits | None = None,
+                   clock: Clock | None = None) -> Document:
+    """The document in `text` (JSON or YAML). Raises OpenAPIError, or ImportLimitExceeded for
+    a document nested deeper than `limits` allow or read past the `clock`."""
+    limits = limits or ImportLimits.from_settings()
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise OpenAPIError("", "the document is not UTF-8 text.") from None
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        try:
-            raw = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark else ""
-            raise OpenAPIError(where, f"neither JSON nor YAML ({getattr(exc, 'problem', exc)}).") from None
-        # YAML's dates and numeric keys, as JSON has them.
-        raw = json.loads(json.dumps(raw, default=str))
+    raw = _loaded(text, limits, clock)
+    if hazard := jsontext.first_hazard(raw, max_depth=limits.max_depth, exact_integers=False):
+        where = pointer(hazard.path)
+        if hazard.kind == jsontext.HazardKind.TOO_DEEP:
+            raise ImportLimitExceeded(where, too_deep(limits.max_depth))
+        raise OpenAPIError(where, f"{hazard.problem}, which ToolHub cannot store; correct the document.")
     if not isinstance(raw, dict):
         raise OpenAPIError("", "the document must be an object (an OpenAPI document).")
     version = raw.get("openapi")
     if not isinstance(version, str) or not re.match(r"^3\.[01]\.\d+", version):
         found = f"swagger {raw['swagger']}" if "swagger" in raw else f"openapi {version!r}"
         raise OpenAPIError("/openapi", f"ToolHub imports OpenAPI 3.0 and 3.1, this is {found}.")
-    try:
-        content = jsonref.replace_refs(
-            raw, proxies=False, lazy_load=False, merge_props=True, loader=_refuse_external
-        )
-    except jsonref.JsonRefError as exc:
-        if isinstance(exc.cause, OpenAPIError):
-            raise OpenAPIError(_pointer(exc.path), exc.cause.problem) from None
-        raise OpenAPIError(
-            _pointer(exc.path), f"$ref {exc.reference.get('$ref')!r} cannot be resolved ({exc.cause})."
-        ) from None
-    info = content.get("info") if isinstance(content.get("info"), dict) else {}
+    info = raw.get("info")
+    if not isinstance(info, dict):
+        info = {}
     return Document(
         openapi=version, title=str(info.get("title", "")), version=str(info.get("version", "")),
-        content=content,
+        content=raw,
     )
 
 
@@ -155,18 +217,6 @@ def first_server_url(document: Document, *, fetched_from: str | None = None) -> 
 # --- operations -----------------------------------------------------------------------------
 
 
-def _acyclic(value: Any, where: str, seen: tuple[int, ...] = ()) -> Any:
-    """A deep copy of `value`; Unsupported when a resolved `$ref` made it contain itself."""
-    if isinstance(value, dict | list):
-        if id(value) in seen:
-            raise Unsupported(f"its schema is recursive (at {where}); ToolHub needs a finite schema.")
-        seen = (*seen, id(value))
-        if isinstance(value, dict):
-            return {k: _acyclic(v, f"{where}/{k}", seen) for k, v in value.items()}
-        return [_acyclic(v, f"{where}/{i}", seen) for i, v in enumerate(value)]
-    return value
-
-
 def _parameters(item: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
     if item is None:
         return []
@@ -181,37 +231,65 @@ def _parameters(item: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
             raise OpenAPIError(
                 f"{at}/in", f"must be path, query, header or cookie, not {parameter.get('in')!r}."
             )
+        if parameter["in"] == "header" and parameter["name"].lower() in TRANSPORT_HEADERS:
+            raise OpenAPIError(
+                f"{at}/name", f"a header parameter named {parameter['name']!r} cannot be an argument: "
+                "HTTP itself sets it, ToolHub sends it for every call. Remove the parameter from the "
+                "document, or leave this operation out (--operations, or the form's operations field)."
+            )
         found.append((at, parameter))
     return found
 
 
-def _credential_names(document: Document) -> list[str]:
+def _expanded(expander: Expander, value: Any, where: str) -> Any:
+    try:
+        return expander.expand(value, where)
+    except RefError as exc:
+        raise OpenAPIError(exc.where, exc.problem) from None
+
+
+def _credential_names(document: Document, limits: ImportLimits) -> list[str]:
     """Header and query parameters the document's API-key security schemes send."""
-    schemes = (document.content.get("components") or {}).get("securitySchemes") or {}
+    components = document.content.get("components")
+    raw = components.get("securitySchemes") if isinstance(components, dict) else None
+    schemes = _expanded(Expander(document.content, limits=limits), raw, "/components/securitySchemes")
     return sorted(
         f"{scheme['in']}:{str(scheme['name']).lower()}"
-        for scheme in schemes.values()
+        for scheme in (schemes.values() if isinstance(schemes, dict) else ())
         if isinstance(scheme, dict) and scheme.get("type") == "apiKey" and "name" in scheme
         and scheme.get("in") in ("header", "query")
     )
 
 
-def document_operations(document: Document) -> list[Operation | tuple[str, str, str]]:
-    """Every operation of the document in its order; one that cannot be read as a finite
-    operation is (key, pointer, reason). Raises OpenAPIError for a malformed document."""
+@dataclass(frozen=True)
+class _Listed:
+    """An operation as the document lists it, before its `$ref`s are expanded."""
+
+    key: str
+    pointer: str
+    path: str
+    method: str
+    item: dict[str, Any]  # its path item, `$ref` expanded
+    operation: dict[str, Any]
+
+
+def _listed_operations(document: Document, limits: ImportLimits) -> list[_Listed]:
     paths = document.content.get("paths", {})
     if not isinstance(paths, dict):
         raise OpenAPIError("/paths", "must be an object of paths.")
-    credentials = _credential_names(document)
-    found: list[Operation | tuple[str, str, str]] = []
+    found: list[_Listed] = []
     keys: dict[str, str] = {}
-    for path, item in paths.items():
-        item_at = _pointer(["paths", path])
+    for path, written in paths.items():
+        item_at = pointer(["paths", path])
         if not path.startswith("/"):
             raise OpenAPIError(item_at, f"a path must start with '/', not {path!r}.")
+        if not isinstance(written, dict):
+            raise OpenAPIError(item_at, "a path item must be an object.")
+        # A path item may be a $ref (3.1); read as the operations it holds.
+        item = _expanded(Expander(document.content, limits=limits), written, item_at) \
+            if "$ref" in written else written
         if not isinstance(item, dict):
             raise OpenAPIError(item_at, "a path item must be an object.")
-        shared = _parameters(item.get("parameters"), f"{item_at}/parameters")
         for method in METHODS:
             if method not in item:
                 continue
@@ -226,25 +304,87 @@ def document_operations(document: Document) -> list[Operation | tuple[str, str, 
             if key in keys:
                 raise OpenAPIError(f"{at}/operationId", f"{key!r} is also the operationId at {keys[key]}.")
             keys[key] = at
-            merged = {(p["name"], p["in"]): p for _, p in shared}
-            merged.update({(p["name"], p["in"]): p for _, p in _parameters(operation.get("parameters"),
-                                                                             f"{at}/parameters")})
-            normalized = {
-                "method": method.upper(),
-                "path": path,
-                "operationId": operation_id,
-                "summary": operation.get("summary") or item.get("summary") or "",
-                "description": operation.get("description") or item.get("description") or "",
-                "parameters": list(merged.values()),
-                "requestBody": operation.get("requestBody"),
-                "credential_parameters": credentials,
-                "openapi": "3.0" if document.is_30 else "3.1",
-            }
-            try:
-                found.append(Operation(key=key, pointer=at, normalized=_acyclic(normalized, at)))
-            except Unsupported as exc:
-                found.append((key, at, str(exc)))
+            found.append(
+                _Listed(key=key, pointer=at, path=path, method=method, item=item, operation=operation)
+            )
     return found
+
+
+def _chosen(listed: list[_Listed], wanted: Sequence[str] | None, limits: ImportLimits) -> list[_Listed]:
+    """The operations an import makes drafts of: all, or `wanted` in that order, at most
+    `limits.max_operations`."""
+    chosen = listed
+    if wanted:
+        by_key = {op.key: op for op in listed}
+        if unknown := [key for key in wanted if key not in by_key]:
+            raise ImportRefused(
+                f"The document has no operation {', '.join(unknown)}; its operations are: "
+                f"{', '.join(by_key) or 'none'}."
+            )
+        chosen = [by_key[key] for key in dict.fromkeys(wanted)]
+    if len(chosen) > limits.max_operations:
+        counted = f"{len(chosen)} operations are chosen" if wanted else \
+            f"the document has {len(chosen)} operations"
+        raise ImportLimitExceeded(
+            "/paths",
+            f"{counted}; an import makes drafts of at most {limits.max_operations} "
+            "(TOOLHUB_IMPORT_MAX_OPERATIONS). Choose fewer with --operations (or the form's operations "
+            "field), or split the document.",
+        )
+    return chosen
+
+
+def document_operations(
+    document: Document, *, only: Sequence[str] | None = None, limits: ImportLimits | None = None,
+    clock: Clock | None = None,
+) -> list[Operation | tuple[str, str, str]]:
+    """Every operation of the document in its order (or those whose keys are `only`, in that
+    order), its `$ref`s expanded; one that cannot be read as a finite operation is (key,
+    pointer, reason). Raises OpenAPIError for a malformed document, ImportRefused for an
+    unknown key of `only`, ImportLimitExceeded past `limits` (naming the operation)."""
+    limits = limits or ImportLimits.from_settings()
+    credentials = _credential_names(document, limits)
+    found: list[Operation | tuple[str, str, str]] = []
+    nodes = 0
+    for listed in _chosen(_listed_operations(document, limits), only, limits):
+        named = f"{listed.pointer} (operation {listed.key})"
+        try:
+            if clock is not None:
+                clock.check(named)
+            expander = Expander(document.content, limits=limits, clock=clock)
+            found.append(_operation(document, listed, credentials, expander))
+            nodes += expander.nodes
+            if nodes > limits.max_import_nodes:
+                raise ImportLimitExceeded(named, too_many_import_nodes(limits.max_import_nodes))
+        except Unsupported as exc:
+            found.append((listed.key, listed.pointer, str(exc)))
+        except ImportLimitExceeded as exc:
+            if exc.where == named:
+                raise
+            raise ImportLimitExceeded(exc.where, f"in operation {listed.key}, {exc.problem}") from None
+    return found
+
+
+def _operation(document: Document, listed: _Listed, credentials: list[str], expander: Expander) -> Operation:
+    item_at, at, operation = pointer(["paths", listed.path]), listed.pointer, listed.operation
+    shared = _parameters(_expanded(expander, listed.item.get("parameters"), f"{item_at}/parameters"),
+                         f"{item_at}/parameters")
+    own = _parameters(_expanded(expander, operation.get("parameters"), f"{at}/parameters"),
+                      f"{at}/parameters")
+    merged = {(p["name"], p["in"]): p for _, p in shared}
+    merged.update({(p["name"], p["in"]): p for _, p in own})
+    normalized = {
+        "method": listed.method.upper(),
+        "path": listed.path,
+        "operationId": operation.get("operationId"),
+        "summary": operation.get("summary") or listed.item.get("summary") or "",
+        "description": operation.get("description") or listed.item.get("description") or "",
+        "parameters": list(merged.values()),
+        "requestBody": _expanded(expander, operation.get("requestBody"), f"{at}/requestBody"),
+        "credential_parameters": credentials,
+        "openapi": "3.0" if document.is_30 else "3.1",
+    }
+    return Operation(key=listed.key, pointer=at, normalized=normalized)
 
 
 def operation_digest(normalized: Mapping[str, Any]) -> str:

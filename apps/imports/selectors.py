@@ -9,17 +9,18 @@ from typing import Any
 from django.utils.text import Truncator
 
 from apps.catalog.models import Tool, ToolVersion
-from apps.catalog.selectors import tool_visible_by_name
+from apps.catalog.selectors import tools_visible_to_tenant
 from apps.common.builtin_tools import BUILTIN_TOOL_NAMES
+from apps.common.jsontext import printable, text_hazard
 from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import upstream_for_call, upstreams_visible
 
-from .errors import ImportRefused
+from .errors import ImportRefused, Unsupported
+from .limits import ImportLimits
 from .mcp_tools import draft_of_tool, hints_note
-from .openapi import Unsupported
 
 DESCRIPTION_CHARS = 300
 
@@ -58,7 +59,7 @@ def _no_such_upstream(tenant: Tenant | None, upstream: str) -> str:
 class ListedTool:
     """One tool an MCP server lists, as the import page offers it."""
 
-    name: str
+    name: str  # as listed, NUL and lone surrogates escaped
     description: str  # the server's, shortened: data to read, never instructions
     side_effect: str  # suggested from the annotations, for the curator to confirm
     hints: str
@@ -69,19 +70,22 @@ class ListedTool:
 def mcp_tools_offered(
     *, tenant: Tenant | None, upstream: str, definitions: list[dict[str, Any]]
 ) -> list[ListedTool]:
-    """Each listed tool with the side effect its draft would get and the version of `tenant`
-    imported from it before (none looked up without a tenant)."""
+    """Each listed tool with the side effect its draft would get (or why it cannot be
+    imported) and the version of `tenant` imported from it before (none looked up without a
+    tenant, nor for a name no version could have been made from)."""
     names = [str(definition["name"]) for definition in definitions]
-    imported = _mcp_imported_latest(tenant=tenant, upstream=upstream, keys=names) if tenant else {}
+    storable = [name for name in names if text_hazard(name) is None]
+    imported = _mcp_imported_latest(tenant=tenant, upstream=upstream, keys=storable) if tenant else {}
+    limits = ImportLimits.from_settings()
     offered = []
     for name, definition in zip(names, definitions, strict=True):
         try:
-            side_effect, problem = draft_of_tool(definition, upstream=upstream).side_effect, ""
+            side_effect, problem = draft_of_tool(definition, upstream=upstream, limits=limits).side_effect, ""
         except Unsupported as exc:
             side_effect, problem = "", str(exc)
-        description = Truncator(str(definition.get("description") or "")).chars(DESCRIPTION_CHARS)
+        description = Truncator(printable(str(definition.get("description") or ""))).chars(DESCRIPTION_CHARS)
         offered.append(ListedTool(
-            name=name, description=description,
+            name=printable(name), description=description,
             side_effect=side_effect, hints=hints_note(definition), problem=problem,
             imported=imported.get(name),
         ))
@@ -89,7 +93,7 @@ def mcp_tools_offered(
 
 
 def _mcp_imported_latest(*, tenant: Tenant, upstream: str, keys: list[str]) -> dict[str, ToolVersion]:
-    """Per server tool of `keys`: version_latest of the tool version_imported_from finds for it,
+    """Per server tool of `keys`: version_latest of the tool versions_imported_from finds for it,
     for all of them in two queries rather than two per tool."""
     made_from: dict[str, int] = {}
     for key, tool_id in (
@@ -108,19 +112,24 @@ def _mcp_imported_latest(*, tenant: Tenant, upstream: str, keys: list[str]) -> d
     return {key: latest[tool_id] for key, tool_id in made_from.items()}
 
 
-def version_imported_from(
-    *, tenant: Tenant, upstream: str, key: str, kind: str = "openapi"
-) -> ToolVersion | None:
-    """The tenant's newest version made from `key` of `upstream` (an operation of its OpenAPI
-    document, or a tool its MCP server lists), or None."""
-    return (
+def versions_imported_from(
+    *, tenant: Tenant, upstream: str, keys: list[str], kind: str = "openapi"
+) -> dict[str, ToolVersion]:
+    """For each of `keys` that has one, the tenant's newest version made from that key of
+    `upstream` (an operation of its OpenAPI document, or a tool its MCP server lists); in one
+    query, whatever the number of keys. A key no version can hold (a NUL, a lone surrogate)
+    has none, and is not asked about."""
+    keys = [key for key in keys if text_hazard(key) is None]
+    newest: dict[str, ToolVersion] = {}
+    for version in (
         ToolVersion.objects.filter(
-            tool__tenant=tenant, source__kind=kind, source__upstream=upstream, source__key=key
+            tool__tenant=tenant, source__kind=kind, source__upstream=upstream, source__key__in=keys
         )
         .select_related("tool")
         .order_by("-created_at", "-pk")
-        .first()
-    )
+    ):
+        newest.setdefault(str(version.source["key"]), version)
+    return newest
 
 
 def version_latest(*, tool: Tool) -> ToolVersion:
@@ -129,11 +138,7 @@ def version_latest(*, tool: Tool) -> ToolVersion:
     return ToolVersion.objects.select_related("tool").filter(tool=tool).latest("number")
 
 
-def tool_name_is_free(*, tenant: Tenant, name: str) -> bool:
-    """Whether a new tool of the tenant may take `name` (not the tenant's, nor a shared one,
-    nor a built-in tool's)."""
-    if name in BUILTIN_TOOL_NAMES:
-        return False
-    return tool_visible_by_name(tenant=tenant, name=name) is None and not Tool.objects.filter(
-        name=name, tenant__isnull=True
-    ).exists()
+def tool_names_taken(*, tenant: Tenant) -> set[str]:
+    """The names a new tool of the tenant may not take: the tenant's, the shared ones and the
+    built-in tools'."""
+    return set(tools_visible_to_tenant(tenant=tenant).values_list("name", flat=True)) | BUILTIN_TOOL_NAMES

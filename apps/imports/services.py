@@ -22,8 +22,9 @@ from django.db import transaction
 from apps.audit.services import audit_record
 from apps.catalog.lint import Finding
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
-from apps.catalog.selectors import version_findings
+from apps.catalog.selectors import versions_findings
 from apps.catalog.services import tool_save, version_create_draft, version_publish
+from apps.common.jsontext import printable
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
 from apps.upstreams.models import Upstream, UpstreamKind
@@ -31,19 +32,19 @@ from apps.upstreams.selectors import credential_get, upstream_get
 from apps.upstreams.services import upstream_save
 
 from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
-from .errors import ImportRefused
+from .errors import ImportRefused, Unsupported
+from .limits import Clock, ImportLimitExceeded, ImportLimits
 from .mcp_tools import EXECUTOR as MCP_EXECUTOR
 from .mcp_tools import definition_digest, draft_of_tool, hints_note
 from .openapi import (
     Document,
     OpenAPIError,
     Operation,
-    Unsupported,
     document_operations,
     first_server_url,
     parse_document,
 )
-from .selectors import mcp_tool_definitions, tool_name_is_free, version_imported_from, version_latest
+from .selectors import mcp_tool_definitions, tool_names_taken, version_latest, versions_imported_from
 
 NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
 
@@ -142,20 +143,24 @@ def openapi_import(
     audit events, and one `openapi.import` event (none when nothing changed). Raises
     ImportRefused (OpenAPIError for the document, naming where) with nothing written.
     """
-    document = parse_document(document_text)
-    operations = _selected(document_operations(document), operation_ids)
+    limits = ImportLimits.from_settings()
+    clock = Clock(limits)
+    document = parse_document(document_text, limits=limits, clock=clock)
+    operations = document_operations(document, only=operation_ids, limits=limits, clock=clock)
     base_url = base_url or first_server_url(document, fetched_from=fetched_from)
     agents = _agents(tenant, grant_agents)
     with transaction.atomic():
         upstream = ensure_upstream(
             tenant=tenant, name=upstream, base_url=base_url, credential_name=credential, actor=actor
         )
-        taken: set[str] = set()
-        results = [_import_operation(tenant, document, op, upstream, actor, taken) for op in operations]
+        known = _Known.of(tenant, upstream, operations, kind="openapi")
+        results = [
+            _import_operation(tenant, document, op, upstream, actor, known, clock) for op in operations
+        ]
         if publish:
-            _publish_drafts(results, actor, by="OpenAPI import", what="Operation")
+            _publish_drafts(results, actor, clock, by="OpenAPI import", what="Operation")
         granted = _grant(tenant, agents, results, actor)
-        results = [_with_findings(r) for r in results]
+        results = _with_findings(results)
         if granted or any(r.outcome in (NEW, CHANGED) for r in results):
             audit_record(
                 tenant_id=tenant.pk, actor=actor, action="openapi.import", target=tenant,
@@ -164,21 +169,6 @@ def openapi_import(
             )
     return ImportReport(upstream=upstream, base_url=base_url, title=document.title, results=tuple(results),
                         granted=granted)
-
-
-def _selected(
-    operations: list[Operation | tuple[str, str, str]], wanted: Sequence[str] | None
-) -> list[Operation | tuple[str, str, str]]:
-    if not wanted:
-        return operations
-    by_key = {(op.key if isinstance(op, Operation) else op[0]): op for op in operations}
-    unknown = [key for key in wanted if key not in by_key]
-    if unknown:
-        raise ImportRefused(
-            f"The document has no operation {', '.join(unknown)}; its operations are: "
-            f"{', '.join(by_key) or 'none'}."
-        )
-    return [by_key[key] for key in dict.fromkeys(wanted)]
 
 
 def _agents(tenant: Tenant, names: Iterable[str]) -> list[Agent]:
@@ -203,10 +193,11 @@ def _source(document: Document, operation: Operation, upstream: str) -> dict[str
     }
 
 
-def _free_name(tenant: Tenant, wanted: str, taken: set[str]) -> str:
+def _free_name(wanted: str, taken: set[str]) -> str:
+    """`wanted`, or with the first number that makes it none of `taken` (which gets it)."""
     number = 1
     name = wanted
-    while name in taken or not tool_name_is_free(tenant=tenant, name=name):
+    while name in taken:
         number += 1
         suffix = f"_{number}"
         name = wanted[: MAX_NAME - len(suffix)] + suffix
@@ -214,22 +205,52 @@ def _free_name(tenant: Tenant, wanted: str, taken: set[str]) -> str:
     return name
 
 
+@dataclass
+class _Known:
+    """What the tenant's catalog holds that one import looks up for each operation or tool,
+    read once: the names new tools may not take (the import adds the ones it takes), and the
+    versions made from the keys before."""
+
+    taken: set[str]
+    imported: dict[str, ToolVersion]
+
+    @classmethod
+    def of(cls, tenant: Tenant, upstream: str, keys: Iterable[Operation | tuple[str, str, str] | str], *,
+           kind: str) -> _Known:
+        listed = [k if isinstance(k, str) else k.key if isinstance(k, Operation) else k[0] for k in keys]
+        return cls(taken=tool_names_taken(tenant=tenant),
+                   imported=versions_imported_from(tenant=tenant, upstream=upstream, keys=listed, kind=kind))
+
+
 def _import_operation(
     tenant: Tenant, document: Document, operation: Operation | tuple[str, str, str], upstream: str,
-    actor: str, taken: set[str],
+    actor: str, known: _Known, clock: Clock,
 ) -> OperationResult:
     if not isinstance(operation, Operation):
         key, pointer, reason = operation
         return OperationResult(key=key, pointer=pointer, outcome=SKIPPED, reason=reason)
+    clock.check(f"{operation.pointer} (operation {operation.key})")
     try:
         draft = draft_of(operation, upstream=upstream)
     except Unsupported as exc:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=SKIPPED, reason=str(exc))
+    try:
+        return _draft_operation(tenant, document, operation, draft, upstream, actor, known)
+    except ValidationError as error:
+        raise OpenAPIError(
+            operation.pointer, f"operation {operation.key} cannot become a draft: {' '.join(error.messages)}"
+        ) from None
+
+
+def _draft_operation(
+    tenant: Tenant, document: Document, operation: Operation, draft: Draft, upstream: str, actor: str,
+    known: _Known,
+) -> OperationResult:
     source = _source(document, operation, upstream)
-    previous = version_imported_from(tenant=tenant, upstream=upstream, key=operation.key)
+    previous = known.imported.get(operation.key)
     if previous is None:
         tool = tool_save(
-            tool=Tool(name=_free_name(tenant, draft.name, taken), tenant=tenant, summary=draft.summary),
+            tool=Tool(name=_free_name(draft.name, known.taken), tenant=tenant, summary=draft.summary),
             actor=actor,
         )
         version = version_create_draft(
@@ -282,10 +303,11 @@ def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], execu
     return content
 
 
-def _publish_drafts(results: list[OperationResult], actor: str, *, by: str, what: str) -> None:
+def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *, by: str, what: str) -> None:
     for result in results:
         if result.version is None or result.version.status != VersionStatus.DRAFT:
             continue
+        clock.check(f"{what.lower()} {result.key}, publishing its draft")
         try:
             version_publish(version=result.version, actor=actor, note=f"Published by the {by}.")
         except ValidationError as error:
@@ -311,12 +333,18 @@ def _grant(
     return tuple(granted)
 
 
-def _with_findings(result: OperationResult) -> OperationResult:
-    if result.version is None:
-        return result
-    version = ToolVersion.objects.select_related("tool").get(pk=result.version.pk)
-    return OperationResult(**{**result.__dict__, "version": version,
-                              "findings": tuple(version_findings(version=version))})
+def _with_findings(results: list[OperationResult]) -> list[OperationResult]:
+    """The results with their versions read again (a publication changed them) and what lint
+    finds in each."""
+    pks = [r.version.pk for r in results if r.version is not None]
+    versions = ToolVersion.objects.select_related("tool").in_bulk(pks)
+    findings = versions_findings(versions=list(versions.values()))
+    return [
+        r if r.version is None else OperationResult(
+            **{**r.__dict__, "version": versions[r.version.pk], "findings": tuple(findings[r.version.pk])}
+        )
+        for r in results
+    ]
 
 
 def mcp_import(
@@ -361,21 +389,31 @@ def mcp_definitions_import(
     unknown = [name for name in tool_names or () if name not in by_name]
     if unknown:
         raise ImportRefused(
-            f"{upstream} lists no tool {', '.join(unknown)}; it lists: {', '.join(by_name) or 'none'}."
+            f"{upstream} lists no tool {printable(', '.join(unknown))}; it lists: "
+            f"{printable(', '.join(by_name)) or 'none'}."
         )
     wanted = [by_name[name] for name in dict.fromkeys(tool_names)] if tool_names else list(definitions)
+    limits = ImportLimits.from_settings()
+    if len(wanted) > limits.max_operations:
+        raise ImportLimitExceeded(
+            upstream, f"{len(wanted)} tools are chosen; an import makes drafts of at most "
+            f"{limits.max_operations} (TOOLHUB_IMPORT_MAX_OPERATIONS). Choose fewer (--tools)."
+        )
     agents = _agents(tenant, grant_agents)
+    clock = Clock(limits)
+    # The names as they can be stored: one with a NUL is kept escaped.
+    listed = sorted(printable(name) for name in by_name)
     with transaction.atomic():
-        taken: set[str] = set()
-        results = [
-            mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream, actor=actor,
-                                  taken=taken, listed=sorted(by_name))
-            for definition in wanted
-        ]
+        known = _Known.of(tenant, upstream, [str(d["name"]) for d in wanted], kind="mcp")
+        results = []
+        for definition in wanted:
+            clock.check(f"{upstream}, tool {printable(str(definition['name']))}")
+            results.append(mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream,
+                                                 actor=actor, known=known, listed=listed, limits=limits))
         if publish:
-            _publish_drafts(results, actor, by="MCP import", what="Tool")
+            _publish_drafts(results, actor, clock, by="MCP import", what="Tool")
         granted = _grant(tenant, agents, results, actor)
-        results = [_with_findings(r) for r in results]
+        results = _with_findings(results)
         if granted or any(r.outcome in (NEW, CHANGED) for r in results):
             audit_record(
                 tenant_id=tenant.pk, actor=actor, action="mcp.import", target=tenant,
@@ -388,7 +426,7 @@ def mcp_definitions_import(
 
 def mcp_import_definition(
     *, tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, why: str = "Re-imported",
-    taken: set[str] | None = None, listed: Sequence[str] = (),
+    known: _Known | None = None, listed: Sequence[str] = (), limits: ImportLimits | None = None,
 ) -> OperationResult:
     """One listed tool of `upstream` as mcp_import makes it: a new tool and draft, or for a tool
     imported before whose definition changed, a new draft from the tool's latest version with
@@ -399,16 +437,16 @@ def mcp_import_definition(
     is SKIPPED with nothing written."""
     key = str(definition["name"])
     try:
-        draft = draft_of_tool(definition, upstream=upstream)
+        draft = draft_of_tool(definition, upstream=upstream, limits=limits)
     except Unsupported as exc:
-        return OperationResult(key=key, pointer="", outcome=SKIPPED, reason=str(exc))
+        return OperationResult(key=printable(key), pointer="", outcome=SKIPPED, reason=str(exc))
     source = {"kind": "mcp", "upstream": upstream, "key": key, "digest": definition_digest(definition),
               "tool": definition, **({"listed": list(listed)} if listed else {})}
-    previous = version_imported_from(tenant=tenant, upstream=upstream, key=key, kind="mcp")
+    known = known or _Known.of(tenant, upstream, [key], kind="mcp")
+    previous = known.imported.get(key)
     if previous is None:
         tool = tool_save(
-            tool=Tool(name=_free_name(tenant, draft.name, taken if taken is not None else set()),
-                      tenant=tenant, summary=draft.summary),
+            tool=Tool(name=_free_name(draft.name, known.taken), tenant=tenant, summary=draft.summary),
             actor=actor,
         )
         version = version_create_draft(

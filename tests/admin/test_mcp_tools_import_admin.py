@@ -193,3 +193,31 @@ def test_a_long_description_is_shown_cut_with_an_ellipsis_not_as_if_the_server_e
     row = html[html.index("<code>rates</code>"):]
     row = row[: row.index("</tr>")]
     assert "Shipping rates. Read the carrier" in row and "…" in row
+
+
+def test_a_recursive_schema_and_a_nul_name_are_listed_as_not_importable_with_the_reason(world, shipping):
+    # given: the server also lists a tool whose schema contains itself, and one named with a NUL
+    shipping.list_as_written("recurse", {"type": "object", "properties": {"n": {"$ref": "#"}}})
+    shipping.list_as_written("bad\x00name", {"type": "object", "properties": {}})
+    upstream = mcp_server(world.acme.tenant, shipping.url)
+    acme = curator("acme-curator", world.acme.tenant)
+
+    # when
+    page = acme.get(page_of(upstream))
+    posted = acme.post(page_of(upstream), {"tools": ["recurse", "bad\x00name", "track_shipment"]})
+
+    # then: both shown, each with why it cannot be imported; the others still can be
+    assert page.status_code == 200, page.content[:300]
+    html = page.content.decode()
+    recurse = html[html.index("<code>recurse</code>"):]
+    recurse = recurse[: recurse.index("</tr>")]
+    assert "cannot be imported: its schema is recursive (/properties/n refers to" in recurse
+    bad = html[html.index("<code>bad\\u0000name</code>"):]
+    bad = bad[: bad.index("</tr>")]
+    assert "cannot be imported: its definition cannot be stored: at /name, contains a NUL" in bad
+    assert 'value="recurse"' not in html and "\x00" not in html
+    # and ticking them anyway imports only the tool that can be
+    assert posted.status_code == 200, posted.content[:300]
+    assert set(ToolVersion.objects.filter(source__kind="mcp").values_list("tool__name", flat=True)) == {
+        "track_shipment"
+    }

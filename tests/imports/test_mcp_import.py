@@ -10,7 +10,8 @@ from rest_framework.test import APIClient
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import ToolVersion
-from apps.imports.mcp_tools import draft_of_tool
+from apps.imports.limits import ImportLimits
+from apps.imports.mcp_tools import definition_problem, draft_of_tool
 from apps.tenancy.services import agent_key_issue
 from tests.gateway.conftest import invoke
 from tests.imports.conftest import SECRET, import_mcp
@@ -123,5 +124,49 @@ def test_the_side_effect_is_suggested_from_the_annotations(annotations, side_eff
 def test_a_tool_the_server_lists_no_more_is_refused_with_the_ones_it_lists(agent):
     with pytest.raises(CommandError, match="lists no tool track_parcel; it lists: track_shipment"):
         import_mcp("--tools", "track_parcel")
+
+    assert not ToolVersion.objects.exists()
+
+
+def test_tools_toolhub_cannot_store_or_expand_are_skipped_with_the_reason(agent, shipping):
+    # given
+    shipping.list_as_written("recurse", {"type": "object", "properties": {"n": {"$ref": "#"}}})
+    shipping.list_as_written("bad\x00name", {"type": "object", "properties": {}})
+    schemas: dict = {"S0": {"type": "string"}}
+    for n in range(1, 13):
+        below = {"$ref": f"#/$defs/S{n - 1}"}
+        schemas[f"S{n}"] = {"type": "object", "properties": {"l": below, "r": below}}
+    shipping.list_as_written("bomb", {"type": "object", "properties": {"x": {"$ref": "#/$defs/S12"}},
+                                      "$defs": schemas})
+
+    # when
+    printed = import_mcp()
+
+    # then: the others imported, these three skipped saying why, nothing stored of them
+    assert "recurse: skipped: its schema is recursive (/properties/n refers to" in printed
+    assert "bad\\u0000name: skipped: its definition cannot be stored: at /name, contains a NUL" in printed
+    assert "bomb: skipped: its inputSchema at /properties/x" in printed
+    assert "TOOLHUB_IMPORT_MAX_SCHEMA_NODES" in printed
+    names = set(ToolVersion.objects.values_list("tool__name", flat=True))
+    assert "track_shipment" in names and not names & {"recurse", "bad_name", "bomb"}
+
+
+def test_a_definition_nested_past_the_limit_is_not_importable_naming_the_setting():
+    schema: dict = {"type": "string"}
+    for _ in range(40):
+        schema = {"type": "object", "properties": {"n": schema}}
+
+    problem = definition_problem({"name": "deep", "inputSchema": schema}, limits=ImportLimits.from_settings())
+
+    assert problem.startswith("its definition at /inputSchema/properties/n/")
+    assert problem.endswith("is nested deeper than 64 levels (TOOLHUB_IMPORT_MAX_DEPTH).")
+
+
+def test_more_tools_than_the_limit_are_refused_naming_it(agent, settings):
+    settings.TOOLHUB_IMPORT_MAX_OPERATIONS = 2
+
+    refusal = r"6 tools are chosen.*at most 2 \(TOOLHUB_IMPORT_MAX_OPERATIONS\)"
+    with pytest.raises(CommandError, match=refusal):
+        import_mcp()
 
     assert not ToolVersion.objects.exists()

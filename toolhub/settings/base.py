@@ -284,6 +284,13 @@ TOOLHUB_METRICS_COLLECTORS = [
 # Lint of tool definitions (apps/catalog/lint.py): a toolset above either limit is flagged.
 TOOLHUB_LINT_MAX_TOOLSET_TOOLS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOOLS", default=12)
 TOOLHUB_LINT_MAX_TOOLSET_TOKENS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOKENS", default=4000)
+# Bounds of one OpenAPI or MCP import (apps/imports/limits.py); past one, the import is
+# refused, naming the limit, its setting and where in the document it was hit.
+TOOLHUB_IMPORT_MAX_DEPTH = env.int("TOOLHUB_IMPORT_MAX_DEPTH", default=64)
+TOOLHUB_IMPORT_MAX_SCHEMA_NODES = env.int("TOOLHUB_IMPORT_MAX_SCHEMA_NODES", default=10_000)
+TOOLHUB_IMPORT_MAX_IMPORT_NODES = env.int("TOOLHUB_IMPORT_MAX_IMPORT_NODES", default=1_000_000)
+TOOLHUB_IMPORT_MAX_OPERATIONS = env.int("TOOLHUB_IMPORT_MAX_OPERATIONS", default=1_000)
+TOOLHUB_IMPORT_MAX_SECONDS = env.float("TOOLHUB_IMPORT_MAX_SECONDS", default=120.0)
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
 TOOLHUB_RECONCILE_BACKOFF_S = [
     float(s) for s in env.list("TOOLHUB_RECONCILE_BACKOFF_S", default=[10, 30, 120, 600, 1800])
