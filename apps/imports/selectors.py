@@ -28,7 +28,7 @@ def mcp_tool_definitions(*, tenant: Tenant | None, upstream: str) -> tuple[str, 
     with the upstream's credential). Raises ImportRefused saying why it could not be listed."""
     try:
         resolved = upstream_for_call(tenant_id=tenant.pk if tenant else None, name=upstream, subject="")
-        return resolved.base_url, list_mcp_tools(resolved)
+        return resolved.base_url, list_mcp_tools(resolved, tenant_id=tenant.pk if tenant else None)
     except (UpstreamNotFound, SubjectCredentialMissing) as error:
         owner = f"Tenant {tenant.slug}" if tenant else "The platform"
         raise ImportRefused(f"{owner} cannot list upstream {upstream!r}: {error.message}") from None

@@ -95,8 +95,8 @@ def _endpoint_of(upstream: ResolvedUpstream) -> Endpoint:
     return Endpoint(base_url=url, headers=upstream.auth_headers, query=upstream.auth_query)
 
 
-def _key(endpoint: Endpoint) -> SessionKey:
-    return (endpoint.base_url, tuple(sorted(endpoint.headers.items())))
+def _key(endpoint: Endpoint, tenant_id: int | None) -> SessionKey:
+    return SessionKey(tenant_id, endpoint.base_url, tuple(sorted(endpoint.headers.items())))
 
 
 def _unavailable(request: ExecutionRequest, reason: str) -> ExecutionRejected:
@@ -149,7 +149,7 @@ def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
         raise ExecutionNotSent(f"could not resolve {request.tool_name}'s provider: {exc}") from None
     if refusal:
         raise _unavailable(request, refusal)
-    return _key(endpoint)
+    return _key(endpoint, request.tenant_id)
 
 
 def _call(
@@ -225,10 +225,10 @@ async def _list_on(session: Session) -> list[Tool]:
             return tools
 
 
-def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
+def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list[dict[str, Any]]:
     """Every tool the MCP server `upstream` lists (`tools/list`, all pages), each its
-    definition as JSON, asked on the session calls use and past the same egress check.
-    Raises ListingFailed."""
+    definition as JSON, asked on the session `tenant_id`'s calls use (None: the platform's)
+    and past the same egress check. Raises ListingFailed."""
     if upstream.kind != UpstreamKind.MCP:
         raise ListingFailed(f"upstream {upstream.name} is an HTTP API, not an MCP server")
     endpoint = _endpoint_of(upstream)
@@ -239,7 +239,8 @@ def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
     if refusal:
         raise ListingFailed(f"upstream {upstream.name} is refused: {refusal}")
     try:
-        tools = LOOP.submit(on_session(_key(endpoint), _list_on, Progress()), timeout_s=upstream.timeout_s)
+        key = _key(endpoint, tenant_id)
+        tools = LOOP.submit(on_session(key, _list_on, Progress()), timeout_s=upstream.timeout_s)
     except FutureTimeout:
         raise ListingFailed(f"upstream {upstream.name} gave no answer in {upstream.timeout_s} s") from None
     except MCPError as exc:
