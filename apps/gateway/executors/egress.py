@@ -7,13 +7,17 @@ address (the URL's host still goes in the Host header and the TLS SNI). A name t
 resolves to a public address when checked and to 127.0.0.1 when connected (DNS rebinding)
 therefore gets nowhere. `AsyncEgressTransport` does the same for the MCP SDK's async client
 (httpx2, whose pool takes the same kind of network backend).
+
+Both transports also stop reading an answer past TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES (read at
+each answer, so a changed setting applies): the body is streamed through a counter that
+raises ResponseTooLarge, so no answer of an upstream is ever held whole in memory beyond it.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -21,6 +25,7 @@ import httpcore
 import httpcore2
 import httpx
 import httpx2
+from django.conf import settings
 
 from apps.common.egress import EgressRefused, IPAddress, egress_policy
 
@@ -116,6 +121,57 @@ def _resolve(
     return addresses
 
 
+class ResponseTooLarge(httpx2.StreamError):
+    """An answer went past the byte limit; the rest of it was not read. A StreamError, which
+    the MCP SDK reports to the waiting request as a JSON-RPC error, keeping the session."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the answer is larger than {limit} bytes (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES); "
+            "the rest was not read"
+        )
+        self.limit = limit
+
+
+def _checked(read: int, chunk: bytes, limit: int) -> int:
+    read += len(chunk)
+    if read > limit:
+        raise ResponseTooLarge(limit)
+    return read
+
+
+class _CappedStream(httpx.SyncByteStream):
+    def __init__(self, stream: httpx.SyncByteStream, limit: int) -> None:
+        self._stream, self._limit = stream, limit
+
+    def __iter__(self) -> Iterator[bytes]:
+        read = 0
+        for chunk in self._stream:
+            read = _checked(read, chunk, self._limit)
+            yield chunk
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class _CappedAsyncStream(httpx2.AsyncByteStream):
+    def __init__(self, stream: httpx2.AsyncByteStream, limit: int, on_cut_off: Callable[[], None]) -> None:
+        self._stream, self._limit, self._on_cut_off = stream, limit, on_cut_off
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        read = 0
+        async for chunk in self._stream:
+            try:
+                read = _checked(read, chunk, self._limit)
+            except ResponseTooLarge:
+                self._on_cut_off()
+                raise
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
 class EgressTransport(httpx.HTTPTransport):
     """httpx's transport with every connection made through the egress policy.
 
@@ -139,13 +195,19 @@ class EgressTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
-        return super().handle_request(request)
+        response = super().handle_request(request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = _CappedStream(response.stream, settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES)
+        return response
 
 
 class AsyncEgressTransport(httpx2.AsyncHTTPTransport):
-    """EgressTransport for httpx2's async client (the MCP SDK's)."""
+    """EgressTransport for httpx2's async client (the MCP SDK's). `cut_off` counts the answers
+    to requests (not the GET stream of server messages, which belongs to no call) that went
+    past the byte limit: the SDK reports them as errors of its own, which this tells apart."""
 
     def __init__(self) -> None:
+        self.cut_off = 0
         limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
         super().__init__(trust_env=False, limits=limits)
         self._pool = httpcore2.AsyncConnectionPool(
@@ -159,7 +221,16 @@ class AsyncEgressTransport(httpx2.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
-        return await super().handle_async_request(request)
+        response = await super().handle_async_request(request)
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        response.stream = _CappedAsyncStream(
+            response.stream, settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES,
+            self._count_cut_off if request.method != "GET" else lambda: None,
+        )
+        return response
+
+    def _count_cut_off(self) -> None:
+        self.cut_off += 1
 
 
 def destination_refusal(url: str) -> str | None:

@@ -49,6 +49,7 @@ from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
 from .base import (
+    AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionNotSent,
     ExecutionRejected,
@@ -56,7 +57,7 @@ from .base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
-from .egress import EgressRefused, EgressTransport
+from .egress import EgressRefused, EgressTransport, ResponseTooLarge
 from .http_mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
 
 logger = logging.getLogger("toolhub.egress")
@@ -265,6 +266,8 @@ def run_http(request: ExecutionRequest) -> Any:
         response = _within_timeout(request, partial(_CLIENT.send, outgoing))
     except EgressRefused as exc:
         raise _unavailable(request, exc.reason) from None
+    except ResponseTooLarge as exc:
+        raise AnswerTooLarge(exc.limit) from None
     except (httpx.UnsupportedProtocol, httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         # Raised before a byte is written: no http(s) scheme, DNS failure, connection refused.
         raise ExecutionNotSent(
@@ -304,6 +307,8 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         response = _within_timeout(request, partial(_CLIENT.send, _outgoing(request, parts, endpoint)))
     except EgressRefused as exc:
         return ReconcileAnswer(found=None, note=f"not asked, egress policy: {exc.reason}", retry=False)
+    except ResponseTooLarge as exc:
+        return ReconcileAnswer(found=None, note=f"status endpoint answered, but {exc}", retry=False)
     except httpx.InvalidURL:
         return ReconcileAnswer(found=None, note="not asked: the status URL is not a valid URL", retry=False)
     except httpx.HTTPError as exc:

@@ -51,6 +51,7 @@ from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call
 
 from .base import (
+    AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionNotSent,
     ExecutionRejected,
@@ -190,6 +191,8 @@ def run_mcp(request: ExecutionRequest) -> Any:
     except EgressRefused as exc:
         # A connection refused at connect time, its address checked (a name rebound since).
         raise _unavailable(request, exc.reason) from None
+    except AnswerTooLarge:
+        raise
     except SessionLost as exc:
         if isinstance(exc.cause, EgressRefused):
             raise _unavailable(request, exc.cause.reason) from None
@@ -249,6 +252,8 @@ def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list
         ) from None
     except EgressRefused as exc:
         raise ListingFailed(f"upstream {upstream.name} is refused: {exc.reason}") from None
+    except AnswerTooLarge as exc:
+        raise ListingFailed(f"upstream {upstream.name} answered tools/list, but {exc}") from None
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was listed
         raise ListingFailed(f"no session with upstream {upstream.name}: {type(leaf(exc)).__name__}") \
             from None
@@ -289,6 +294,8 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"{asked} was refused: {said}")
     except SessionLost as exc:
         return ReconcileAnswer(found=None, note=f"{asked} was not reached: {exc}")
+    except AnswerTooLarge as exc:
+        return ReconcileAnswer(found=None, note=f"{asked} answered, but {exc}", retry=False)
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was learnt
         return ReconcileAnswer(found=None, note=f"{asked} was not reached: {type(leaf(exc)).__name__}")
     answer = status_answer(result, asked=asked)

@@ -36,6 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from .base import AnswerTooLarge
 from .egress import AsyncEgressTransport
 
 T = TypeVar("T")
@@ -88,6 +89,7 @@ class Session:
     # Set when the server answered 404 to this session's id: it no longer knows the session
     # (restarted, or expired it) and ran nothing of that request.
     expired: asyncio.Event
+    transport: AsyncEgressTransport
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     error: BaseException | None = None
@@ -145,12 +147,14 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
         if response.status_code == 404 and SESSION_ID_HEADER in response.request.headers:
             expired.set()
 
+    transport = AsyncEgressTransport()
+
     async def hold() -> None:
         session: Session | None = None
         try:
             async with (
                 httpx2.AsyncClient(
-                    transport=AsyncEgressTransport(),
+                    transport=transport,
                     headers=dict(headers), timeout=_HTTP_TIMEOUT, trust_env=False, follow_redirects=False,
                     event_hooks={"response": [on_response]},
                 ) as http,
@@ -158,7 +162,7 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
                 ClientSession(read, write) as client,
             ):
                 await client.initialize()
-                session = Session(client, expired)
+                session = Session(client, expired, transport)
                 ready.set_result(session)
                 await session.stop.wait()
         except Exception as exc:  # noqa: BLE001 - a broken session, whatever broke it
@@ -259,7 +263,7 @@ async def on_session(
     async with _held(key) as session:
         progress.sent = True
         try:
-            return await request(session)
+            return await _answered(session, request)
         except MCPError:
             if not session.expired.is_set():
                 raise
@@ -267,7 +271,19 @@ async def on_session(
     progress.sent = False
     async with _held(key) as session:
         progress.sent = True
+        return await _answered(session, request)
+
+
+async def _answered(session: Session, request: Callable[[Session], Awaitable[T]]) -> T:
+    """`request`'s answer; AnswerTooLarge when it failed because an answer went past the byte
+    limit (the SDK reports that as a parse error, or a stream that ended without an answer)."""
+    cut_off = session.transport.cut_off
+    try:
         return await request(session)
+    except Exception:
+        if session.transport.cut_off > cut_off:
+            raise AnswerTooLarge(settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES) from None
+        raise
 
 
 async def call_on(session: Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:

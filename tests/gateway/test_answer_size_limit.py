@@ -1,0 +1,90 @@
+"""An upstream that answers 100 MB: ToolHub reads at most TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES
+of any answer, on every transport (the http executor, an MCP server's JSON answers), and says
+so, naming the limit; the process's memory stays bounded. A read that was cut off is an
+`upstream_error`; a write was sent, so its outcome is `unknown`."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Iterator
+
+import pytest
+
+from apps.ledger.models import LedgerEntry, LedgerState
+from apps.upstreams.models import Upstream
+from apps.upstreams.services import upstream_save
+from tests.gateway.conftest import invoke
+from tests.gateway.mcp_tools import mcp_tool
+from tests.huge_upstream import HugeUpstream, huge_upstream
+
+pytestmark = pytest.mark.django_db
+
+ANSWER_BYTES = 100 * 1024 * 1024
+LIMIT = 1024 * 1024
+PARAMETERS = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string", "description": "The order."}},
+    "required": ["order_id"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture
+def huge(settings) -> Iterator[HugeUpstream]:
+    settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = LIMIT
+    with huge_upstream(ANSWER_BYTES) as running:
+        yield running
+
+
+def _peak_bytes_during(call):
+    tracemalloc.start()
+    try:
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _names_the_limit(body: dict) -> None:
+    assert "1048576 bytes" in body["message"], body
+    assert "TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES" in body["message"]
+
+
+@pytest.mark.parametrize("side_effect", ["readonly", "write"])
+def test_an_http_answer_past_the_limit_is_not_read(api, publish_tool, huge, side_effect):
+    # given: a tool whose upstream answers 100 MB of JSON
+    publish_tool("order_call", parameters=PARAMETERS, context_bindings={}, side_effect=side_effect,
+                 executor="http", timeout_s=30.0,
+                 executor_config={"url": huge.url, "method": "POST", "path": "/orders/{order_id}"})
+
+    # when
+    answered, peak = _peak_bytes_during(lambda: invoke(api, "order_call", {"order_id": "o-1"}))
+
+    # then: the model reads why, memory never held the answer, and the upstream was cut off
+    body = answered.json()
+    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
+    _names_the_limit(body)
+    assert peak < 20 * LIMIT, f"peak {peak} bytes"
+    assert huge.sent < ANSWER_BYTES
+    entries = list(LedgerEntry.objects.values_list("state", flat=True))
+    assert entries == ([LedgerState.UNKNOWN] if side_effect == "write" else [])
+
+
+@pytest.mark.parametrize("side_effect", ["readonly", "write"])
+def test_an_mcp_json_answer_past_the_limit_is_not_read(api, agent, huge, side_effect):
+    # given: an MCP server whose tool answers 100 MB as application/json
+    record = Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=huge.url + "/mcp")
+    upstream_save(upstream=record, actor="test")
+    mcp_tool(agent, "dump", side_effect=side_effect, timeout_s=30.0)
+
+    # when
+    answered, peak = _peak_bytes_during(lambda: invoke(api, "dump", {"shipment_id": "s-1"}))
+
+    # then
+    body = answered.json()
+    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
+    _names_the_limit(body)
+    assert peak < 20 * LIMIT, f"peak {peak} bytes"
+    assert huge.sent < ANSWER_BYTES
+    entries = list(LedgerEntry.objects.values_list("state", flat=True))
+    assert entries == ([LedgerState.UNKNOWN] if side_effect == "write" else [])
