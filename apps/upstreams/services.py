@@ -6,6 +6,7 @@ its last four characters; audit events say what changed, never the value.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -14,6 +15,7 @@ from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
 from .crypto import encrypt, reencrypt
+from .errors import SubjectsFull
 from .models import Credential, SubjectCredential, Upstream, last4, owned_by, value_problem
 
 
@@ -124,11 +126,13 @@ def credential_set_for_subject(
     *, credential: Credential, subject: str, value: str, actor: str
 ) -> SubjectCredential:
     """Store (or replace) one end user's own value of a per-subject credential. Raises
-    ValidationError (not per subject, or a value that cannot be stored); writes the value
-    encrypted and an audit event naming the subject."""
+    ValidationError (not per subject, or a value that cannot be stored) or SubjectsFull (a new
+    subject past TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL); writes the value encrypted and an audit
+    event naming the subject."""
     _refuse_unless_per_subject(credential)
     _check_value(value, kind=credential.kind)
     with transaction.atomic():
+        _refuse_a_subject_past_the_limit(credential, subject)
         own, created = SubjectCredential.objects.update_or_create(
             credential=credential, subject=subject,
             defaults={"ciphertext": encrypt(value), "last4": last4(value), "changed_at": timezone.now()},
@@ -139,6 +143,16 @@ def credential_set_for_subject(
             data={"name": credential.name, "subject": subject},
         )
     return own
+
+
+def _refuse_a_subject_past_the_limit(credential: Credential, subject: str) -> None:
+    """Raises SubjectsFull when `subject` would be one end user too many. The credential's row
+    is locked first, so concurrent registrations are counted one after the other."""
+    Credential.objects.select_for_update().filter(pk=credential.pk).first()
+    limit = settings.TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL
+    holders = SubjectCredential.objects.filter(credential=credential)
+    if holders.count() >= limit and not holders.filter(subject=subject).exists():
+        raise SubjectsFull(credential.name, limit)
 
 
 def credential_delete_for_subject(*, credential: Credential, subject: str, actor: str) -> bool:

@@ -139,3 +139,25 @@ def test_the_schema_documents_the_endpoint_without_a_value_in_any_answer(client)
     assert "content" not in operations["put"]["responses"]["204"]
     body = operations["put"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
     assert schema["components"]["schemas"][body]["required"] == ["value"]
+
+
+def test_a_credential_holds_at_most_the_configured_number_of_users_tokens(acme, acme_api, settings):
+    # given: a per-user credential that may hold 3 users' tokens, and 3 registered
+    settings.TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL = 3
+    _per_user(acme)
+    for n in range(3):
+        assert acme_api.put(URL.format("crm", f"u-{n}"), {"value": TOKEN}, format="json").status_code == 204
+
+    # when: a fourth user registers, and one of the three replaces their token
+    refused = acme_api.put(URL.format("crm", "u-3"), {"value": TOKEN}, format="json")
+    replaced = acme_api.put(URL.format("crm", "u-0"), {"value": TOKEN + "-2"}, format="json")
+
+    # then: the fourth is refused, naming the limit and what to do; the replacement is not
+    assert refused.status_code == 409
+    body = refused.json()
+    assert (body["status"], body["kind"]) == ("error", "business_rule")
+    assert "3" in body["message"] and "TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL" in body["hint"]
+    assert TOKEN not in refused.content.decode()
+    assert replaced.status_code == 204
+    assert sorted(SubjectCredential.objects.values_list("subject", flat=True)) == ["u-0", "u-1", "u-2"]
+    assert not AuditEvent.objects.filter(data__subject="u-3").exists()

@@ -28,7 +28,7 @@ _PATH_PARAMETERS = [
         description="The end user's id in your system: the `subject` of their session tokens.",
     ),
 ]
-_ERRORS = {code: ErrorEnvelopeSerializer for code in (400, 401, 404, 413, 415, 503)}
+_ERRORS = {code: ErrorEnvelopeSerializer for code in (400, 401, 404, 409, 413, 415, 503)}
 
 
 class _TextField(serializers.CharField):
