@@ -1,7 +1,8 @@
 """An upstream that answers 100 MB: ToolHub reads at most TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES
-of any answer, on every transport (the http executor, an MCP server's JSON answers), and says
-so, naming the limit; the process's memory stays bounded. A read that was cut off is an
-`upstream_error`; a write was sent, so its outcome is `unknown`."""
+of any answer, on every transport (the http executor, an MCP server's JSON answers and event
+streams), and says so, naming the limit; the process's memory stays bounded, and an MCP
+session stays usable. A read that was cut off is an `upstream_error`; a write was sent, so
+its outcome is `unknown`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from apps.upstreams.services import upstream_save
 from tests.gateway.conftest import invoke
 from tests.gateway.mcp_tools import mcp_tool
 from tests.huge_upstream import HugeUpstream, huge_upstream
+from tests.mcp_upstream import READ_ONLY, mcp_upstream
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +90,30 @@ def test_an_mcp_json_answer_past_the_limit_is_not_read(api, agent, huge, side_ef
     assert huge.sent < ANSWER_BYTES
     entries = list(LedgerEntry.objects.values_list("state", flat=True))
     assert entries == ([LedgerState.UNKNOWN] if side_effect == "write" else [])
+
+
+def test_an_mcp_event_stream_answer_past_the_limit_is_not_read(api, agent, settings):
+    # given: the SDK's own server, answering in an event stream, with a tool whose text is 4 MB
+    settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = 256 * 1024
+    with mcp_upstream() as shipping:
+
+        def export_manifest(shipment_id: str) -> str:
+            """Every line of the shipment's manifest."""
+            return "x" * (4 * 1024 * 1024)
+
+        shipping.add_tool(export_manifest, annotations=READ_ONLY)
+        record = Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=shipping.url)
+        upstream_save(upstream=record, actor="test")
+        mcp_tool(agent, "export_manifest")
+        mcp_tool(agent, "track_shipment")
+
+        # when
+        body = invoke(api, "export_manifest", {"shipment_id": "s-1"}).json()
+        # and the session is still good for the next call
+        after = invoke(api, "track_shipment", {"shipment_id": "s-1"}, task_id="t-2").json()
+
+    # then
+    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
+    assert "262144 bytes" in body["message"] and "TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES" in body["message"]
+    assert after["status"] == "ok", after
+    assert shipping.initializes == 1
