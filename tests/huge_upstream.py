@@ -2,12 +2,15 @@
 document of `size` bytes, streamed as fast as loopback takes it. Plain requests get
 `{"data": "xxx…"}`; JSON-RPC requests are answered as a minimal MCP server over Streamable
 HTTP would (`initialize`, `tools/list`; `tools/call` gets the huge text content), all as
-`application/json`. It counts the bytes of answer bodies it managed to send."""
+`application/json`. It counts the bytes of answer bodies it managed to send. With
+`gzip=True`, plain requests get the document gzip-compressed (a few hundred kilobytes that
+inflate to `size`), as a compression bomb would."""
 
 from __future__ import annotations
 
 import json
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,10 +19,20 @@ from typing import Any
 CHUNK = b"x" * (1 << 20)
 
 
+def _gzipped(size: int, head: bytes, tail: bytes) -> bytes:
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts, filler = [compressor.compress(head)], size - len(head) - len(tail)
+    while filler > 0:
+        parts.append(compressor.compress(CHUNK[:filler]))
+        filler -= len(CHUNK)
+    return b"".join([*parts, compressor.compress(tail), compressor.flush()])
+
+
 class HugeUpstream:
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, gzip: bool = False) -> None:
         self.size = size
         self.sent = 0
+        self.gzipped = _gzipped(size, b'{"data": "', b'"}') if gzip else b""
         self._lock = threading.Lock()
         upstream = self
 
@@ -38,7 +51,9 @@ class HugeUpstream:
                     message = json.loads(body)
                 except ValueError:
                     message = {}
-                if not isinstance(message, dict) or "jsonrpc" not in message:
+                if (not isinstance(message, dict) or "jsonrpc" not in message) and upstream.gzipped:
+                    self._compressed()
+                elif not isinstance(message, dict) or "jsonrpc" not in message:
                     self._huge(b'{"data": "', b'"}')
                 elif "id" not in message:
                     self._small(202, b"")
@@ -84,6 +99,17 @@ class HugeUpstream:
                 except OSError:  # the client stopped reading and closed the connection
                     self.close_connection = True
 
+            def _compressed(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(upstream.gzipped)))
+                self.end_headers()
+                try:
+                    self._send(upstream.gzipped)
+                except OSError:
+                    self.close_connection = True
+
             def _send(self, raw: bytes) -> None:
                 self.wfile.write(raw)
                 with upstream._lock:
@@ -104,8 +130,8 @@ class HugeUpstream:
 
 
 @contextmanager
-def huge_upstream(size: int) -> Iterator[HugeUpstream]:
-    upstream = HugeUpstream(size)
+def huge_upstream(size: int, *, gzip: bool = False) -> Iterator[HugeUpstream]:
+    upstream = HugeUpstream(size, gzip=gzip)
     try:
         yield upstream
     finally:

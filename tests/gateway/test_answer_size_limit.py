@@ -38,6 +38,11 @@ def huge(settings) -> Iterator[HugeUpstream]:
         yield running
 
 
+def _order_tool(publish_tool, url: str, **fields) -> None:
+    publish_tool("order_call", parameters=PARAMETERS, context_bindings={}, executor="http", timeout_s=30.0,
+                 executor_config={"url": url, "method": "POST", "path": "/orders/{order_id}"}, **fields)
+
+
 def _peak_bytes_during(call):
     tracemalloc.start()
     try:
@@ -55,9 +60,7 @@ def _names_the_limit(body: dict) -> None:
 @pytest.mark.parametrize("side_effect", ["readonly", "write"])
 def test_an_http_answer_past_the_limit_is_not_read(api, publish_tool, huge, side_effect):
     # given: a tool whose upstream answers 100 MB of JSON
-    publish_tool("order_call", parameters=PARAMETERS, context_bindings={}, side_effect=side_effect,
-                 executor="http", timeout_s=30.0,
-                 executor_config={"url": huge.url, "method": "POST", "path": "/orders/{order_id}"})
+    _order_tool(publish_tool, huge.url, side_effect=side_effect)
 
     # when
     answered, peak = _peak_bytes_during(lambda: invoke(api, "order_call", {"order_id": "o-1"}))
@@ -70,6 +73,37 @@ def test_an_http_answer_past_the_limit_is_not_read(api, publish_tool, huge, side
     assert huge.sent < ANSWER_BYTES
     entries = list(LedgerEntry.objects.values_list("state", flat=True))
     assert entries == ([LedgerState.UNKNOWN] if side_effect == "write" else [])
+
+
+def test_a_compressed_answer_counts_what_it_inflates_to(api, publish_tool, settings):
+    # given: an upstream answering 100 KB of gzip that inflates to 100 MB
+    settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = LIMIT
+    with huge_upstream(ANSWER_BYTES, gzip=True) as bomb:
+        _order_tool(publish_tool, bomb.url)
+
+        # when
+        answered, peak = _peak_bytes_during(lambda: invoke(api, "order_call", {"order_id": "o-1"}))
+
+    # then: the limit applied to the inflated answer, and it was never inflated whole
+    body = answered.json()
+    assert len(bomb.gzipped) < LIMIT
+    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
+    _names_the_limit(body)
+    assert peak < 20 * LIMIT, f"peak {peak} bytes"
+
+
+def test_a_compressed_answer_within_the_limit_is_read_as_usual(api, publish_tool, settings):
+    # given: a gzip answer of 200 KB inflated, within the limit
+    settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = LIMIT
+    with huge_upstream(200 * 1024, gzip=True) as small:
+        _order_tool(publish_tool, small.url, max_chars=1_000_000)
+
+        # when
+        body = invoke(api, "order_call", {"order_id": "o-1"}).json()
+
+    # then
+    assert body["status"] == "ok", body
+    assert body["data"] == {"data": "x" * (200 * 1024 - len('{"data": ""}'))}
 
 
 @pytest.mark.parametrize("side_effect", ["readonly", "write"])

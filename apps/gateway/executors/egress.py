@@ -9,15 +9,14 @@ therefore gets nowhere. `AsyncEgressTransport` does the same for the MCP SDK's a
 (httpx2, whose pool takes the same kind of network backend).
 
 Both transports also stop reading an answer past TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES (read at
-each answer, so a changed setting applies): the body is streamed through a counter that
-raises ResponseTooLarge, so no answer of an upstream is ever held whole in memory beyond it.
+each answer, so a changed setting applies; answer_limit.py).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -25,9 +24,10 @@ import httpcore
 import httpcore2
 import httpx
 import httpx2
-from django.conf import settings
 
 from apps.common.egress import EgressRefused, IPAddress, egress_policy
+
+from .answer_limit import CappedAsyncStream, CappedStream
 
 
 class _PolicedBackend(httpcore.NetworkBackend):
@@ -121,57 +121,6 @@ def _resolve(
     return addresses
 
 
-class ResponseTooLarge(httpx2.StreamError):
-    """An answer went past the byte limit; the rest of it was not read. A StreamError, which
-    the MCP SDK reports to the waiting request as a JSON-RPC error, keeping the session."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            f"the answer is larger than {limit} bytes (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES); "
-            "the rest was not read"
-        )
-        self.limit = limit
-
-
-def _checked(read: int, chunk: bytes, limit: int) -> int:
-    read += len(chunk)
-    if read > limit:
-        raise ResponseTooLarge(limit)
-    return read
-
-
-class _CappedStream(httpx.SyncByteStream):
-    def __init__(self, stream: httpx.SyncByteStream, limit: int) -> None:
-        self._stream, self._limit = stream, limit
-
-    def __iter__(self) -> Iterator[bytes]:
-        read = 0
-        for chunk in self._stream:
-            read = _checked(read, chunk, self._limit)
-            yield chunk
-
-    def close(self) -> None:
-        self._stream.close()
-
-
-class _CappedAsyncStream(httpx2.AsyncByteStream):
-    def __init__(self, stream: httpx2.AsyncByteStream, limit: int, on_cut_off: Callable[[], None]) -> None:
-        self._stream, self._limit, self._on_cut_off = stream, limit, on_cut_off
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        read = 0
-        async for chunk in self._stream:
-            try:
-                read = _checked(read, chunk, self._limit)
-            except ResponseTooLarge:
-                self._on_cut_off()
-                raise
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
 class EgressTransport(httpx.HTTPTransport):
     """httpx's transport with every connection made through the egress policy.
 
@@ -196,8 +145,7 @@ class EgressTransport(httpx.HTTPTransport):
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
         response = super().handle_request(request)
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = _CappedStream(response.stream, settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES)
+        response.stream = CappedStream(response)
         return response
 
 
@@ -222,10 +170,8 @@ class AsyncEgressTransport(httpx2.AsyncHTTPTransport):
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
         response = await super().handle_async_request(request)
-        assert isinstance(response.stream, httpx2.AsyncByteStream)
-        response.stream = _CappedAsyncStream(
-            response.stream, settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES,
-            self._count_cut_off if request.method != "GET" else lambda: None,
+        response.stream = CappedAsyncStream(
+            response, self._count_cut_off if request.method != "GET" else lambda: None
         )
         return response
 

@@ -49,6 +49,7 @@ from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
+from .answer_limit import ResponseTooLarge
 from .base import (
     AnswerTooLarge,
     ExecutionAmbiguous,
@@ -58,7 +59,7 @@ from .base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
-from .egress import EgressRefused, EgressTransport, ResponseTooLarge
+from .egress import EgressRefused, EgressTransport
 from .http_mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
 
 logger = logging.getLogger("toolhub.egress")
