@@ -168,23 +168,19 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
             version=version,
             envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
         )
-    except AnswerTooLarge as exc:
-        error = UpstreamError(
-            _too_large(version.tool_name, exc),
-            hint="Ask for less in one call if the tool allows it (fewer items, a narrower range, a "
-            "smaller page); otherwise tell the user the answer is too large to read.",
-        )
-        return Outcome(
-            call=call,
-            version=version,
-            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
-        )
     except ExecutionError as exc:
         logger.warning("readonly %s failed upstream: %s", version.tool_name, exc)
-        error = UpstreamError(
-            f"{version.tool_name}'s external system failed to answer.",
-            hint="The problem is on the provider's side; tell the user and try later, not now.",
-        )
+        if isinstance(exc, AnswerTooLarge):
+            error = UpstreamError(
+                _too_large(version.tool_name, exc),
+                hint="Ask for less in one call if the tool allows it (fewer items, a narrower range, "
+                "a smaller page); otherwise tell the user the answer is too large to read.",
+            )
+        else:
+            error = UpstreamError(
+                f"{version.tool_name}'s external system failed to answer.",
+                hint="The problem is on the provider's side; tell the user and try later, not now.",
+            )
         return Outcome(
             call=call,
             version=version,

@@ -16,6 +16,7 @@ from apps.upstreams.models import Upstream
 from apps.upstreams.services import upstream_save
 from tests.gateway.conftest import invoke
 from tests.gateway.mcp_tools import mcp_tool
+from tests.gateway.test_http_upstreams import PARAMETERS
 from tests.huge_upstream import HugeUpstream, huge_upstream
 from tests.mcp_upstream import READ_ONLY, mcp_upstream
 
@@ -23,12 +24,6 @@ pytestmark = pytest.mark.django_db
 
 ANSWER_BYTES = 100 * 1024 * 1024
 LIMIT = 1024 * 1024
-PARAMETERS = {
-    "type": "object",
-    "properties": {"order_id": {"type": "string", "description": "The order."}},
-    "required": ["order_id"],
-    "additionalProperties": False,
-}
 
 
 @pytest.fixture
@@ -53,8 +48,19 @@ def _peak_bytes_during(call):
 
 
 def _names_the_limit(body: dict) -> None:
+    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
     assert "1048576 bytes" in body["message"], body
     assert "TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES" in body["message"]
+
+
+def _cut_off(body: dict, peak: int, huge: HugeUpstream, side_effect: str) -> None:
+    """The model reads why, memory never held the answer, the upstream was cut off, and a
+    write's outcome is unknown."""
+    _names_the_limit(body)
+    assert peak < 20 * LIMIT, f"peak {peak} bytes"
+    assert huge.sent < ANSWER_BYTES
+    entries = list(LedgerEntry.objects.values_list("state", flat=True))
+    assert entries == ([LedgerState.UNKNOWN] if side_effect == "write" else [])
 
 
 @pytest.mark.parametrize("side_effect", ["readonly", "write"])
@@ -65,14 +71,8 @@ def test_an_http_answer_past_the_limit_is_not_read(api, publish_tool, huge, side
     # when
     answered, peak = _peak_bytes_during(lambda: invoke(api, "order_call", {"order_id": "o-1"}))
 
-    # then: the model reads why, memory never held the answer, and the upstream was cut off
-    body = answered.json()
-    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
-    _names_the_limit(body)
-    assert peak < 20 * LIMIT, f"peak {peak} bytes"
-    assert huge.sent < ANSWER_BYTES
-    entries = list(LedgerEntry.objects.values_list("state", flat=True))
-    assert entries == ([LedgerState.UNKNOWN] if side_effect == "write" else [])
+    # then
+    _cut_off(answered.json(), peak, huge, side_effect)
 
 
 def test_a_compressed_answer_counts_what_it_inflates_to(api, publish_tool, settings):
@@ -85,10 +85,8 @@ def test_a_compressed_answer_counts_what_it_inflates_to(api, publish_tool, setti
         answered, peak = _peak_bytes_during(lambda: invoke(api, "order_call", {"order_id": "o-1"}))
 
     # then: the limit applied to the inflated answer, and it was never inflated whole
-    body = answered.json()
     assert len(bomb.gzipped) < LIMIT
-    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
-    _names_the_limit(body)
+    _names_the_limit(answered.json())
     assert peak < 20 * LIMIT, f"peak {peak} bytes"
 
 
@@ -117,13 +115,7 @@ def test_an_mcp_json_answer_past_the_limit_is_not_read(api, agent, huge, side_ef
     answered, peak = _peak_bytes_during(lambda: invoke(api, "dump", {"shipment_id": "s-1"}))
 
     # then
-    body = answered.json()
-    assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body
-    _names_the_limit(body)
-    assert peak < 20 * LIMIT, f"peak {peak} bytes"
-    assert huge.sent < ANSWER_BYTES
-    entries = list(LedgerEntry.objects.values_list("state", flat=True))
-    assert entries == ([LedgerState.UNKNOWN] if side_effect == "write" else [])
+    _cut_off(answered.json(), peak, huge, side_effect)
 
 
 def test_an_mcp_event_stream_answer_past_the_limit_is_not_read(api, agent, settings):

@@ -134,7 +134,7 @@ def test_the_schema_documents_the_endpoint_without_a_value_in_any_answer(client)
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
 
     operations = schema["paths"]["/api/v1/credentials/{name}/subjects/{subject}"]
-    assert set(operations["put"]["responses"]) == {"204", "400", "401", "404", "413", "415", "503"}
+    assert set(operations["put"]["responses"]) == {"204", "400", "401", "404", "409", "413", "415", "503"}
     assert set(operations["delete"]["responses"]) == {"204", "401", "404", "503"}
     assert "content" not in operations["put"]["responses"]["204"]
     body = operations["put"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
