@@ -60,13 +60,15 @@ def _too_large(tool: str, exc: AnswerTooLarge) -> str:
 
 
 def execution_request(
-    prepared: PreparedCall, *, tenant_id: int, tenant_slug: str, task_id: str, idempotency_key: str | None
+    prepared: PreparedCall, *, tenant_id: int, tenant_slug: str, agent_id: int, task_id: str,
+    idempotency_key: str | None,
 ) -> ExecutionRequest:
     """What the executor is asked: from a prepared call, or one rebuilt from its ledger entry."""
     version = prepared.version
     return ExecutionRequest(
         tenant_slug=tenant_slug,
         tenant_id=tenant_id,
+        agent_id=agent_id,
         task_id=task_id,
         call_id=prepared.call.call_id,
         tool_name=version.tool_name,
@@ -98,6 +100,7 @@ def entry_execution_request(entry: LedgerEntry) -> ExecutionRequest:
         prepared_from_entry(entry),
         tenant_id=entry.tenant_id,
         tenant_slug=entry.tenant.slug,
+        agent_id=entry.agent_id,
         task_id=entry.task_id,
         idempotency_key=entry.key,
     )
@@ -146,6 +149,7 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
         prepared,
         tenant_id=principal.tenant_id,
         tenant_slug=principal.tenant_slug,
+        agent_id=principal.agent_id,
         task_id=options.task_id,
         idempotency_key=None,
     )
@@ -248,6 +252,7 @@ def run_ledgered(
             prepared,
             tenant_id=principal.tenant_id,
             tenant_slug=principal.tenant_slug,
+            agent_id=principal.agent_id,
             task_id=options.task_id,
             idempotency_key=key,
         )

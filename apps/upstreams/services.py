@@ -123,18 +123,19 @@ def _refuse_unless_per_subject(credential: Credential) -> None:
 
 
 def credential_set_for_subject(
-    *, credential: Credential, subject: str, value: str, actor: str
+    *, credential: Credential, agent_id: int, subject: str, value: str, actor: str
 ) -> SubjectCredential:
-    """Store (or replace) one end user's own value of a per-subject credential. Raises
-    ValidationError (not per subject, or a value that cannot be stored) or SubjectsFull (a new
-    subject past TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL); writes the value encrypted and an audit
-    event naming the subject."""
+    """Store (or replace) one end user's own value of a per-subject credential, as the agent
+    `agent_id` registers it (the caller has checked the user's session): only that agent's
+    calls send it. Raises ValidationError (not per subject, or a value that cannot be
+    stored) or SubjectsFull (a new token past TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL); writes the
+    value encrypted and an audit event naming the subject."""
     _refuse_unless_per_subject(credential)
     _check_value(value, kind=credential.kind)
     with transaction.atomic():
-        _refuse_a_subject_past_the_limit(credential, subject)
+        _refuse_a_subject_past_the_limit(credential, agent_id, subject)
         own, created = SubjectCredential.objects.update_or_create(
-            credential=credential, subject=subject,
+            credential=credential, agent_id=agent_id, subject=subject,
             defaults={"ciphertext": encrypt(value), "last4": last4(value), "changed_at": timezone.now()},
         )
         audit_record(
@@ -145,20 +146,25 @@ def credential_set_for_subject(
     return own
 
 
-def _refuse_a_subject_past_the_limit(credential: Credential, subject: str) -> None:
-    """Raises SubjectsFull when `subject` would be one end user too many. The credential's row
-    is locked first, so concurrent registrations are counted one after the other."""
+def _refuse_a_subject_past_the_limit(credential: Credential, agent_id: int, subject: str) -> None:
+    """Raises SubjectsFull when this would be one end user's token too many. The credential's
+    row is locked first, so concurrent registrations are counted one after the other."""
     Credential.objects.select_for_update().filter(pk=credential.pk).first()
     limit = settings.TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL
-    holders = SubjectCredential.objects.filter(credential=credential)
-    if holders.count() >= limit and not holders.filter(subject=subject).exists():
+    held = SubjectCredential.objects.filter(credential=credential)
+    if held.count() >= limit and not held.filter(agent_id=agent_id, subject=subject).exists():
         raise SubjectsFull(credential.name, limit)
 
 
-def credential_delete_for_subject(*, credential: Credential, subject: str, actor: str) -> bool:
-    """Forget one end user's value; True if there was one. Writes an audit event when so."""
+def credential_delete_for_subject(
+    *, credential: Credential, agent_id: int, subject: str, actor: str
+) -> bool:
+    """Forget the value one end user registered through the agent `agent_id` (others' stay);
+    True if there was one. Writes an audit event when so."""
     with transaction.atomic():
-        deleted, _ = SubjectCredential.objects.filter(credential=credential, subject=subject).delete()
+        deleted, _ = SubjectCredential.objects.filter(
+            credential=credential, agent_id=agent_id, subject=subject
+        ).delete()
         if deleted:
             audit_record(
                 tenant_id=credential.tenant_id, actor=actor, target=credential,

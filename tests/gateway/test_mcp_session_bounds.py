@@ -50,8 +50,8 @@ def _per_user_upstream(agent, url: str, subjects: list[str]) -> None:
     credential = credential_set(tenant=agent.tenant, name="shipping-key", kind="bearer", field="",
                                 value=None, per_subject=True, actor="test")
     for subject in subjects:
-        credential_set_for_subject(credential=credential, subject=subject, value=f"token-of-{subject}-0123",
-                                   actor="test")
+        credential_set_for_subject(credential=credential, agent_id=agent.pk, subject=subject,
+                                   value=f"token-of-{subject}-0123", actor="test")
     upstream_save(upstream=Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=url,
                                     credential=credential), actor="test")
 
