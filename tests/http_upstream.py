@@ -78,11 +78,7 @@ class Upstream:
             def log_message(self, format: str, *args: Any) -> None:  # quiet in test output
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._server, self.url = serving(Handler)
 
     @property
     def last(self) -> Received:
@@ -91,6 +87,14 @@ class Upstream:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def serving(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, str]:
+    """`handler` served on a free port of 127.0.0.1 by a thread, and its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 @contextmanager

@@ -93,3 +93,23 @@ def recording_listener(response: bytes = OK_JSON) -> Iterator[RecordingListener]
         yield listener
     finally:
         listener.close()
+
+
+_OPEN_TCP_STATES = frozenset({"01", "08"})  # ESTABLISHED, CLOSE_WAIT (the peer closed, we did not)
+
+
+def open_connections_to(port: int) -> int:
+    """How many TCP sockets on this machine are connected to loopback `port` and not closed
+    by their owner (Linux /proc): the client ends of connections to a test server."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as rows:
+                next(rows)
+                for row in rows:
+                    fields = row.split()
+                    remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                    count += remote_port == port and fields[3] in _OPEN_TCP_STATES
+        except FileNotFoundError:
+            continue
+    return count

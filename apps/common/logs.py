@@ -5,9 +5,12 @@
 stopped, beat's periodic round, a probe) to their own level; `JsonFormatter` writes the
 record with python-json-logger and `PlainFormatter` writes one line for people
 (LOG_FORMAT=plain). Both scrub credentials from the final text as a last line of defence:
-no code logs headers on purpose, and a formatter is the one place every line passes through.
-`QueryValuesFilter`, on httpx's logger, keeps an upstream's query credential out of the URL
-httpx logs for each request, before any handler (or test capture) sees the record.
+no code logs headers on purpose, and a formatter is the one place every line passes through
+(values of query parameters named like credentials, `api_key=`, `access_token=`, are among
+what they scrub). `QueryValuesFilter`, on the loggers of the HTTP clients and of the MCP
+SDK's client, replaces every query value of every URL a record carries, whatever the
+parameter is called (an upstream's credential of kind `query` may be named anything), before
+any handler (or test capture) sees the record; on the handler too, for their other loggers.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
 from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
 
 from .request_context import current_request_id, current_task_id
@@ -42,6 +44,15 @@ _SECRETS = [
     (re.compile(r"\b(thk_[A-Za-z0-9]+_)[A-Za-z0-9_-]+"), rf"\1{REDACTED}"),
     # Session tokens anywhere: Django-signed values, `payload:timestamp:signature` (SHA-256).
     (re.compile(r"(?<![\w.-])\.?[\w-]{8,}:[A-Za-z0-9]{4,8}:[\w-]{43}(?![\w-])"), REDACTED),
+    # A query parameter named like a credential, in a URL logged as text: key=, api_key=,
+    # x-api-key=, access_token=, client_secret=, X-Amz-Signature=, password=, …
+    (
+        re.compile(
+            r"(?i)([?&;](?:[\w.-]*[_.-])?(?:key|apikey|token|secret|password|passwd|pwd|signature|sig|"
+            r"auth|credential|credentials|session)=)[^&#\s\"'<>]+"
+        ),
+        rf"\1{REDACTED}",
+    ),
 ]
 
 
@@ -61,20 +72,45 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
-def _query_values_hidden(arg: object) -> object:
-    if not isinstance(arg, httpx.URL) or not arg.query:
-        return arg
-    names = "&".join(f"{name}={REDACTED}" for name, _ in arg.params.multi_items())
-    return f"{arg.copy_with(query=None)}?{names}"
+# A URL's query string in text: what follows `?` up to the end of the URL.
+_URL_QUERY = re.compile(r"(\bhttps?://[^\s?#\"'<>]*\?)([^\s#\"'<>]*)")
+_QUERY_VALUE = re.compile(r"([^&;=]*)=[^&;]*")
+# The loggers that log the URLs they request: the HTTP clients' (httpx and httpx2 log each
+# request; httpcore's trace, urllib3's connection pool) and the MCP SDK's client. A logger's
+# filters see only the records logged to it, not to its children, so each is named.
+CLIENT_LOGGERS = (
+    "httpx", "httpx2",
+    *(f"{core}.{part}" for core in ("httpcore", "httpcore2") for part in ("connection", "http11", "http2",
+                                                                          "proxy", "socks")),
+    "mcp.client.streamable_http", "mcp.client.sse", "mcp.client.client", "mcp.client.auth.oauth2",
+    "client",  # the MCP SDK's ClientSession
+    "urllib3.connectionpool", "urllib3.poolmanager", "urllib3.connection",
+)
+_CLIENT_PREFIXES = tuple(sorted({name.split(".")[0] for name in CLIENT_LOGGERS}))
+
+
+def query_values_hidden(text: str) -> str:
+    """`text` with the value of every query parameter of every URL in it replaced by
+    [redacted], the names kept."""
+    return _URL_QUERY.sub(lambda url: url[1] + _QUERY_VALUE.sub(rf"\1={REDACTED}", url[2]), text)
 
 
 class QueryValuesFilter(logging.Filter):
-    """Replaces the query values of the URLs a record carries, keeping the names: httpx logs
-    every request's URL, and an upstream credential of kind `query` is one of its values."""
+    """Replaces the query values of the URLs in a client logger's record (its message, and the
+    traceback it carries), keeping the names: the clients log every request's URL, and an
+    upstream credential of kind `query` is one of its values."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(_query_values_hidden(arg) for arg in record.args)
+        if not record.name.startswith(_CLIENT_PREFIXES):
+            return True
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            message = str(record.msg)
+        record.msg, record.args = query_values_hidden(message), None
+        if record.exc_info:
+            record.exc_text = query_values_hidden(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
         return True
 
 
@@ -217,7 +253,7 @@ def logging_config(
             "console": {
                 "class": "logging.StreamHandler",
                 "formatter": formatter,
-                "filters": ["context", "routine"],
+                "filters": ["context", "routine", "query_values"],
             },
         },
         "root": {"handlers": ["console"], "level": level},
@@ -230,8 +266,11 @@ def logging_config(
             # handler and level INFO: send them through ours, at the level asked for.
             "django": {"handlers": [], "level": level, "propagate": True},
             **libraries,
-            # On the logger, not a handler: the record is changed before anything reads it.
-            "httpx": {**libraries.get("httpx", {}), "filters": ["query_values"], "propagate": True},
+            # On the loggers, not only the handler: the record is changed before anything reads it.
+            **{
+                name: {**libraries.get(name, {}), "filters": ["query_values"], "propagate": True}
+                for name in CLIENT_LOGGERS
+            },
         },
     }
 

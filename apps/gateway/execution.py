@@ -36,6 +36,7 @@ from .contracts import InvokeOptions, Outcome, PreparedCall, ToolCall, VersionSp
 from .envelopes import accepted_envelope, pending_approval_envelope
 from .executors import execute
 from .executors.base import (
+    AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionError,
     ExecutionNotSent,
@@ -49,6 +50,13 @@ from .replies import execution_envelope, replay, uncertain
 logger = logging.getLogger("toolhub.gateway")
 
 _BATCH_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="toolhub-batch")
+
+
+def _too_large(tool: str, exc: AnswerTooLarge) -> str:
+    return (
+        f"{tool}'s external system answered more than {exc.limit} bytes, the most ToolHub reads of "
+        "an answer (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES), so the answer was not read."
+    )
 
 
 def execution_request(
@@ -166,10 +174,17 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
         )
     except ExecutionError as exc:
         logger.warning("readonly %s failed upstream: %s", version.tool_name, exc)
-        error = UpstreamError(
-            f"{version.tool_name}'s external system failed to answer.",
-            hint="The problem is on the provider's side; tell the user and try later, not now.",
-        )
+        if isinstance(exc, AnswerTooLarge):
+            error = UpstreamError(
+                _too_large(version.tool_name, exc),
+                hint="Ask for less in one call if the tool allows it (fewer items, a narrower range, "
+                "a smaller page); otherwise tell the user the answer is too large to read.",
+            )
+        else:
+            error = UpstreamError(
+                f"{version.tool_name}'s external system failed to answer.",
+                hint="The problem is on the provider's side; tell the user and try later, not now.",
+            )
         return Outcome(
             call=call,
             version=version,
@@ -338,13 +353,13 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
         return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
     except (ExecutionTimedOut, ExecutionAmbiguous) as exc:
         timed_out = isinstance(exc, ExecutionTimedOut)
-        error = uncertain(
-            ToolTimeoutError if timed_out else UpstreamError,
-            f"{version.tool_name} did not answer within {version.timeout_s} s."
-            if timed_out
-            else f"{version.tool_name}'s external system failed after receiving the call.",
-            entry.pk,
-        )
+        if timed_out:
+            said = f"{version.tool_name} did not answer within {version.timeout_s} s."
+        elif isinstance(exc, AnswerTooLarge):
+            said = _too_large(version.tool_name, exc) + " The call was sent, so it may have happened."
+        else:
+            said = f"{version.tool_name}'s external system failed after receiving the call."
+        error = uncertain(ToolTimeoutError if timed_out else UpstreamError, said, entry.pk)
         ledger_record_outcome(entry=entry, to_state=LedgerState.UNKNOWN, actor=actor, note=str(exc))
         return Outcome(
             call=call,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from apps.common.egress import EgressRefused
+from apps.gateway.executors.answer_limit import ResponseTooLarge
 from apps.gateway.executors.egress import EgressTransport
 
 from .errors import ImportRefused
@@ -16,7 +17,8 @@ TIMEOUT_S = 10.0
 def document_fetch(*, url: str) -> bytes:
     """The body of `url`, fetched with GET through the egress policy (redirects followed,
     each judged again). Raises ImportRefused: refused by the policy, unreachable, not 2xx,
-    larger than MAX_DOCUMENT_BYTES."""
+    larger than MAX_DOCUMENT_BYTES or than any answer ToolHub reads
+    (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES)."""
     try:
         with httpx.Client(
             transport=EgressTransport(), timeout=TIMEOUT_S, follow_redirects=True, max_redirects=3,
@@ -34,5 +36,7 @@ def document_fetch(*, url: str) -> bytes:
             return bytes(body)
     except EgressRefused as exc:
         raise ImportRefused(f"The egress policy refuses {url}: {exc.reason}. Nothing was fetched.") from None
+    except ResponseTooLarge as exc:
+        raise ImportRefused(f"The document at {url} is too large: {exc}.") from None
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise ImportRefused(f"Could not fetch {url} ({type(exc).__name__}).") from None

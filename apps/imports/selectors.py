@@ -31,7 +31,7 @@ def mcp_tool_definitions(*, tenant: Tenant | None, upstream: str) -> tuple[str, 
     with the upstream's credential). Raises ImportRefused saying why it could not be listed."""
     try:
         resolved = upstream_for_call(tenant_id=tenant.pk if tenant else None, name=upstream, subject="")
-        return resolved.base_url, list_mcp_tools(resolved)
+        return resolved.base_url, list_mcp_tools(resolved, tenant_id=tenant.pk if tenant else None)
     except UpstreamNotFound:
         raise ImportRefused(_no_such_upstream(tenant, upstream)) from None
     except SubjectCredentialMissing as error:

@@ -103,7 +103,7 @@ def _pins(versions: list[ToolVersion]) -> tuple[dict[str, Pin], set[str]]:
 def _listing(upstream: Upstream) -> tuple[list[dict[str, Any]] | None, str]:
     try:
         resolved = upstream_for_call(tenant_id=upstream.tenant_id, name=upstream.name, subject="")
-        return list_mcp_tools(resolved), ""
+        return list_mcp_tools(resolved, tenant_id=upstream.tenant_id), ""
     except (UpstreamNotFound, SubjectCredentialMissing) as error:
         return None, error.message
     except ListingFailed as error:

@@ -4,7 +4,7 @@ value, or anything of another tenant."""
 
 from __future__ import annotations
 
-from apps.common.errors import ForbiddenError, UnavailableError
+from apps.common.errors import BusinessRuleError, ForbiddenError, UnavailableError
 
 
 class UpstreamNotFound(UnavailableError):
@@ -41,3 +41,20 @@ class SubjectCredentialMissing(ForbiddenError):
             "the user's token with ToolHub), then call again in their session.",
         )
         self.credential_name = credential_name
+
+
+class SubjectsFull(BusinessRuleError):
+    """A per-user credential already holds the most end users' tokens a credential may hold
+    (TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL): each user's token is a session of its own at the
+    upstream, so an agent registering fresh subjects could otherwise grow them without bound."""
+
+    http_status = 409
+
+    def __init__(self, credential_name: str, limit: int) -> None:
+        super().__init__(
+            f"Credential {credential_name} already holds the tokens of {limit} end users, the most "
+            "one credential may hold; this user's token was not stored.",
+            hint="Remove the tokens of users who disconnected (DELETE "
+            f"/api/v1/credentials/{credential_name}/subjects/{{subject}}), or ask an operator to raise "
+            "TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL. Replacing a registered user's token is still allowed.",
+        )

@@ -6,6 +6,7 @@ its last four characters; audit events say what changed, never the value.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -14,6 +15,7 @@ from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
 from .crypto import encrypt, reencrypt
+from .errors import SubjectsFull
 from .models import Credential, SubjectCredential, Upstream, last4, owned_by, value_problem
 
 
@@ -126,10 +128,12 @@ def credential_set_for_subject(
     """Store (or replace) one end user's own value of a per-subject credential, as the agent
     `agent_id` registers it (the caller has checked the user's session): only that agent's
     calls send it. Raises ValidationError (not per subject, or a value that cannot be
-    stored); writes the value encrypted and an audit event naming the subject."""
+    stored) or SubjectsFull (a new token past TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL); writes the
+    value encrypted and an audit event naming the subject."""
     _refuse_unless_per_subject(credential)
     _check_value(value, kind=credential.kind)
     with transaction.atomic():
+        _refuse_a_subject_past_the_limit(credential, agent_id, subject)
         own, created = SubjectCredential.objects.update_or_create(
             credential=credential, agent_id=agent_id, subject=subject,
             defaults={"ciphertext": encrypt(value), "last4": last4(value), "changed_at": timezone.now()},
@@ -140,6 +144,16 @@ def credential_set_for_subject(
             data={"name": credential.name, "subject": subject},
         )
     return own
+
+
+def _refuse_a_subject_past_the_limit(credential: Credential, agent_id: int, subject: str) -> None:
+    """Raises SubjectsFull when this would be one end user's token too many. The credential's
+    row is locked first, so concurrent registrations are counted one after the other."""
+    Credential.objects.select_for_update().filter(pk=credential.pk).first()
+    limit = settings.TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL
+    held = SubjectCredential.objects.filter(credential=credential)
+    if held.count() >= limit and not held.filter(agent_id=agent_id, subject=subject).exists():
+        raise SubjectsFull(credential.name, limit)
 
 
 def credential_delete_for_subject(

@@ -70,7 +70,7 @@ def test_the_running_server_lists_exactly_the_definitions_the_versions_are_pinne
         settings.TOOLHUB_DEMO_SHIPPING_MCP_URL = server.url
         _seed()
         upstream = upstream_for_call(tenant_id=_demo_tenant_id(), name="demo-shipping", subject="")
-        listed = list_mcp_tools(upstream)
+        listed = list_mcp_tools(upstream, tenant_id=_demo_tenant_id())
 
     pinned = {v.source["key"]: v.source["digest"] for v in ToolVersion.objects.filter(executor="mcp")}
     assert {d["name"]: definition_digest(d) for d in listed} == pinned

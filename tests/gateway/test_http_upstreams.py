@@ -3,6 +3,7 @@ come from the upstream (decrypted only to send), never from the tool's arguments
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +17,7 @@ from apps.upstreams.models import Upstream as UpstreamRecord
 from apps.upstreams.services import credential_set, upstream_save
 from tests.factories import TenantFactory
 from tests.gateway.conftest import invoke
-from tests.http_upstream import Answer, Upstream, http_upstream
+from tests.http_upstream import Answer, Received, Upstream, http_upstream
 
 pytestmark = pytest.mark.django_db
 
@@ -126,3 +127,72 @@ def test_a_per_user_credential_needs_the_users_own_token(api, agent, api_server,
     assert registered.status_code == 204
     assert answered["status"] == "ok"
     assert [r.headers["authorization"] for r in api_server.received] == ["Bearer user-token-u1-0001"]
+
+
+BASIC_USER, BASIC_PASSWORD = "svc-orders", "Pa55-w0rd-7c1e9b"
+
+
+def _basic_upstream(agent, url: str) -> None:
+    credential = credential_set(
+        tenant=agent.tenant, name="orders-key", kind="basic", field="",
+        value=f"{BASIC_USER}:{BASIC_PASSWORD}", per_subject=False, actor="test",
+    )
+    record = UpstreamRecord(tenant=agent.tenant, name="orders-api", kind="http", base_url=url,
+                            credential=credential)
+    upstream_save(upstream=record, actor="test")
+
+
+def _decoded(received: Received) -> tuple[str, str]:
+    user, _, password = base64.b64decode(received.headers["authorization"].split()[1]).decode().partition(":")
+    return user, password
+
+
+@pytest.mark.parametrize("side_effect", ["readonly", "write"])
+def test_a_basic_auth_password_the_upstream_decodes_and_echoes_never_reaches_the_model(
+    api, agent, api_server, side_effect
+):
+    # given: an upstream that decodes the Basic credential it got and echoes its parts
+    _basic_upstream(agent, api_server.url)
+    tenant_tool(agent, upstream="orders-api", side_effect=side_effect)
+
+    def echoing(received: Received) -> Answer:
+        user, password = _decoded(received)
+        return Answer(body={"order_id": "o-1", "user": user, "password": password,
+                            "login": f"{user}:{password}", "note": f"signed in with {password}."})
+
+    api_server.answer = echoing
+
+    # when
+    response = invoke(api, "order_lookup", {"order_id": "o-1"})
+
+    # then: the upstream got the password; the model, the ledger and the invocation log never see it
+    assert _decoded(api_server.last) == (BASIC_USER, BASIC_PASSWORD)
+    body = response.json()
+    assert body["status"] == "ok", body
+    assert body["data"] == {"order_id": "o-1", "user": BASIC_USER, "password": "[redacted]",
+                            "login": "[redacted]", "note": "signed in with [redacted]."}
+    assert BASIC_PASSWORD not in response.content.decode()
+    assert all(BASIC_PASSWORD not in str(row.envelope) for row in Invocation.objects.all())
+    assert Invocation.objects.exists()
+    entries = list(LedgerEntry.objects.all())
+    assert len(entries) == (1 if side_effect == "write" else 0)
+    assert all(BASIC_PASSWORD not in str(entry.result) for entry in entries)
+
+
+def test_a_basic_auth_password_quoted_in_a_refusal_never_reaches_the_model(api, agent, api_server):
+    # given: an upstream that refuses, quoting the password it decoded
+    _basic_upstream(agent, api_server.url)
+    tenant_tool(agent, upstream="orders-api")
+    api_server.answer = lambda received: Answer(
+        status=400, body={"error": {"message": f"password {_decoded(received)[1]} is not allowed here"}}
+    )
+
+    # when
+    response = invoke(api, "order_lookup", {"order_id": "o-1"})
+
+    # then
+    body = response.json()
+    assert (body["status"], body["kind"]) == ("error", "invalid_args")
+    assert "password [redacted] is not allowed here" in body["message"]
+    assert BASIC_PASSWORD not in response.content.decode()
+    assert all(BASIC_PASSWORD not in str(row.envelope) for row in Invocation.objects.all())

@@ -149,7 +149,9 @@ def test_the_schema_documents_the_endpoint_without_a_value_in_any_answer(client)
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
 
     operations = schema["paths"]["/api/v1/credentials/{name}/subjects/{subject}"]
-    assert set(operations["put"]["responses"]) == {"204", "400", "401", "403", "404", "413", "415", "503"}
+    assert set(operations["put"]["responses"]) == {
+        "204", "400", "401", "403", "404", "409", "413", "415", "503"
+    }
     assert set(operations["delete"]["responses"]) == {"204", "400", "401", "403", "404", "503"}
     for method in ("put", "delete"):
         header = next(p for p in operations[method]["parameters"] if p["name"] == "X-ToolHub-Session")
@@ -157,3 +159,29 @@ def test_the_schema_documents_the_endpoint_without_a_value_in_any_answer(client)
     assert "content" not in operations["put"]["responses"]["204"]
     body = operations["put"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
     assert schema["components"]["schemas"][body]["required"] == ["value"]
+
+
+def test_a_credential_holds_at_most_the_configured_number_of_users_tokens(acme, acme_api, settings):
+    # given: a per-user credential that may hold 3 users' tokens, and 3 registered
+    settings.TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL = 3
+    _per_user(acme)
+    def register(subject: str, value: str):
+        return acme_api.put(URL.format("crm", subject), {"value": value}, format="json",
+                            **in_session(acme, subject))
+
+    for n in range(3):
+        assert register(f"u-{n}", TOKEN).status_code == 204
+
+    # when: a fourth user registers, and one of the three replaces their token
+    refused = register("u-3", TOKEN)
+    replaced = register("u-0", TOKEN + "-2")
+
+    # then: the fourth is refused, naming the limit and what to do; the replacement is not
+    assert refused.status_code == 409
+    body = refused.json()
+    assert (body["status"], body["kind"]) == ("error", "business_rule")
+    assert "3" in body["message"] and "TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL" in body["hint"]
+    assert TOKEN not in refused.content.decode()
+    assert replaced.status_code == 204
+    assert sorted(SubjectCredential.objects.values_list("subject", flat=True)) == ["u-0", "u-1", "u-2"]
+    assert not AuditEvent.objects.filter(data__subject="u-3").exists()

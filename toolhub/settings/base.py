@@ -244,6 +244,14 @@ TOOLHUB_DEMO_SHIPPING_MCP_URL = env.str(
 # TOOLHUB_EGRESS_PUBLIC is false, which makes the list a strict allowlist.
 TOOLHUB_EGRESS_ALLOW = env.list("TOOLHUB_EGRESS_ALLOW", default=[])
 TOOLHUB_EGRESS_PUBLIC = env.bool("TOOLHUB_EGRESS_PUBLIC", default=True)
+# What an agent can make a process hold for upstreams: open MCP sessions (one per tenant, URL
+# and credential, so per end user with per-user tokens; the least recently used idle one is
+# closed past the bound, any closed after the idle time), end users' tokens per per-user
+# credential, and the bytes of one upstream answer read before giving up on it.
+TOOLHUB_MCP_MAX_SESSIONS = env.int("TOOLHUB_MCP_MAX_SESSIONS", default=50)
+TOOLHUB_MCP_SESSION_IDLE_S = env.float("TOOLHUB_MCP_SESSION_IDLE_S", default=300.0)
+TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL = env.int("TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL", default=10_000)
+TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = env.int("TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES", default=10 * 1024 * 1024)
 # `seed_demo` derives the admin password from SECRET_KEY unless this is set.
 TOOLHUB_ADMIN_PASSWORD = env.str("TOOLHUB_ADMIN_PASSWORD", default="")
 TOOLHUB_SESSION_MAX_TTL_S = env.int("TOOLHUB_SESSION_MAX_TTL_S", default=86_400)

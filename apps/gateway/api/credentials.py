@@ -39,7 +39,7 @@ _PATH_PARAMETERS = [
         "(POST /api/v1/sessions): only the user's own session registers or removes their token.",
     ),
 ]
-_ERRORS = {code: ErrorEnvelopeSerializer for code in (400, 401, 403, 404, 413, 415, 503)}
+_ERRORS = {code: ErrorEnvelopeSerializer for code in (400, 401, 403, 404, 409, 413, 415, 503)}
 _SESSION_HINT = (
     "This is for the agent's backend: mint a session for this user with POST /api/v1/sessions "
     "(same agent key, subject = the path's subject) and send it as X-ToolHub-Session."

@@ -59,6 +59,15 @@ class ExecutionAmbiguous(ExecutionError):
     """The external system failed after receiving the request: outcome unknown."""
 
 
+class AnswerTooLarge(ExecutionAmbiguous):
+    """The answer went past TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES and was not read: the request
+    was sent, so a write's outcome is unknown."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the answer is larger than {limit} bytes (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES)")
+        self.limit = limit
+
+
 @dataclass(frozen=True)
 class ReconcileAnswer:
     """What a reconcile hook found out about an uncertain execution."""

@@ -7,6 +7,9 @@ address (the URL's host still goes in the Host header and the TLS SNI). A name t
 resolves to a public address when checked and to 127.0.0.1 when connected (DNS rebinding)
 therefore gets nowhere. `AsyncEgressTransport` does the same for the MCP SDK's async client
 (httpx2, whose pool takes the same kind of network backend).
+
+Both transports also stop reading an answer past TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES (read at
+each answer, so a changed setting applies; answer_limit.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import httpx
 import httpx2
 
 from apps.common.egress import EgressRefused, IPAddress, egress_policy
+
+from .answer_limit import CappedAsyncStream, CappedStream
 
 
 class _PolicedBackend(httpcore.NetworkBackend):
@@ -139,13 +144,18 @@ class EgressTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
-        return super().handle_request(request)
+        response = super().handle_request(request)
+        response.stream = CappedStream(response)
+        return response
 
 
 class AsyncEgressTransport(httpx2.AsyncHTTPTransport):
-    """EgressTransport for httpx2's async client (the MCP SDK's)."""
+    """EgressTransport for httpx2's async client (the MCP SDK's). `cut_off` counts the answers
+    to requests (not the GET stream of server messages, which belongs to no call) that went
+    past the byte limit: the SDK reports them as errors of its own, which this tells apart."""
 
     def __init__(self) -> None:
+        self.cut_off = 0
         limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
         super().__init__(trust_env=False, limits=limits)
         self._pool = httpcore2.AsyncConnectionPool(
@@ -159,7 +169,14 @@ class AsyncEgressTransport(httpx2.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
-        return await super().handle_async_request(request)
+        response = await super().handle_async_request(request)
+        response.stream = CappedAsyncStream(
+            response, self._count_cut_off if request.method != "GET" else lambda: None
+        )
+        return response
+
+    def _count_cut_off(self) -> None:
+        self.cut_off += 1
 
 
 def destination_refusal(url: str) -> str | None:

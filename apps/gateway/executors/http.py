@@ -21,6 +21,7 @@ still complete, which is why a timed-out write is `unknown`).
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -48,7 +49,9 @@ from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
+from .answer_limit import ResponseTooLarge
 from .base import (
+    AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionNotSent,
     ExecutionRejected,
@@ -79,9 +82,14 @@ class Endpoint:
     def secrets(self) -> tuple[str, ...]:
         """The credential values this endpoint sends, as sent and percent-encoded (an echoed
         URL quotes its query so), longest first: "Bearer <token>" goes before the token.
-        Worked out once: a walk of an answer asks for them at every string."""
+        A Basic credential counts decoded too, as user:password and the password alone (an
+        upstream that decodes it may echo either). Worked out once: a walk of an answer asks
+        for them at every string."""
         values = (*self.headers.values(), *self.query.values())
-        found = {secret for value in values for secret in (value, value.partition(" ")[2]) if secret}
+        found = {
+            secret for value in values
+            for secret in (value, value.partition(" ")[2], *_basic_parts(value)) if secret
+        }
         return tuple(sorted(found | {quote(secret, safe="") for secret in found}, key=len, reverse=True))
 
     def hidden(self, text: str) -> str:
@@ -98,6 +106,24 @@ class Endpoint:
         if not any(form in raw for secret in self.secrets for form in _json_forms(secret)):
             return data
         return _walk_hidden(data, self)
+
+
+# A password shorter than this is not searched for alone: it would blank out ordinary words of
+# an answer (user:password still is). docs/http-tools.md says what redaction cannot catch.
+PASSWORD_ALONE_MIN_CHARS = 8
+
+
+def _basic_parts(value: str) -> tuple[str, ...]:
+    """user:password and the password of a Basic credential header value; () for any other."""
+    scheme, _, encoded = value.partition(" ")
+    if scheme.lower() != "basic":
+        return ()
+    try:
+        decoded = base64.b64decode(encoded, validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return ()
+    password = decoded.partition(":")[2]
+    return (decoded, password) if len(password) >= PASSWORD_ALONE_MIN_CHARS else (decoded,)
 
 
 def _json_forms(secret: str) -> set[bytes]:
@@ -295,6 +321,8 @@ def run_http(request: ExecutionRequest) -> Any:
         response = _within_timeout(request, partial(_CLIENT.send, outgoing))
     except EgressRefused as exc:
         raise _unavailable(request, exc.reason) from None
+    except ResponseTooLarge as exc:
+        raise AnswerTooLarge(exc.limit) from None
     except (httpx.UnsupportedProtocol, httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         # Raised before a byte is written: no http(s) scheme, DNS failure, connection refused.
         raise ExecutionNotSent(
@@ -336,6 +364,8 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
     except EgressRefused as exc:
         return ReconcileAnswer(found=None, note=f"not asked, egress policy: {exc.reason}", retry=False)
+    except ResponseTooLarge as exc:
+        return ReconcileAnswer(found=None, note=f"status endpoint answered, but {exc}", retry=False)
     except httpx.InvalidURL:
         return ReconcileAnswer(found=None, note="not asked: the status URL is not a valid URL", retry=False)
     except httpx.HTTPError as exc:

@@ -51,6 +51,7 @@ from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call
 
 from .base import (
+    AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionNotSent,
     ExecutionRejected,
@@ -97,8 +98,8 @@ def _endpoint_of(upstream: ResolvedUpstream) -> Endpoint:
     return Endpoint(base_url=url, headers=upstream.auth_headers, query=upstream.auth_query)
 
 
-def _key(endpoint: Endpoint) -> SessionKey:
-    return (endpoint.base_url, tuple(sorted(endpoint.headers.items())))
+def _key(endpoint: Endpoint, tenant_id: int | None) -> SessionKey:
+    return SessionKey(tenant_id, endpoint.base_url, tuple(sorted(endpoint.headers.items())))
 
 
 def _unavailable(request: ExecutionRequest, reason: str) -> ExecutionRejected:
@@ -151,7 +152,7 @@ def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
         raise ExecutionNotSent(f"could not resolve {request.tool_name}'s provider: {exc}") from None
     if refusal:
         raise _unavailable(request, refusal)
-    return _key(endpoint)
+    return _key(endpoint, request.tenant_id)
 
 
 def _call(
@@ -192,6 +193,8 @@ def run_mcp(request: ExecutionRequest) -> Any:
     except EgressRefused as exc:
         # A connection refused at connect time, its address checked (a name rebound since).
         raise _unavailable(request, exc.reason) from None
+    except AnswerTooLarge:
+        raise
     except SessionLost as exc:
         if isinstance(exc.cause, EgressRefused):
             raise _unavailable(request, exc.cause.reason) from None
@@ -227,10 +230,10 @@ async def _list_on(session: Session) -> list[Tool]:
             return tools
 
 
-def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
+def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list[dict[str, Any]]:
     """Every tool the MCP server `upstream` lists (`tools/list`, all pages), each its
-    definition as JSON, asked on the session calls use and past the same egress check.
-    Raises ListingFailed."""
+    definition as JSON, asked on the session `tenant_id`'s calls use (None: the platform's)
+    and past the same egress check. Raises ListingFailed."""
     if upstream.kind != UpstreamKind.MCP:
         raise ListingFailed(f"upstream {upstream.name} is an HTTP API, not an MCP server")
     endpoint = _endpoint_of(upstream)
@@ -241,7 +244,8 @@ def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
     if refusal:
         raise ListingFailed(f"upstream {upstream.name} is refused: {refusal}")
     try:
-        tools = LOOP.submit(on_session(_key(endpoint), _list_on, Progress()), timeout_s=upstream.timeout_s)
+        key = _key(endpoint, tenant_id)
+        tools = LOOP.submit(on_session(key, _list_on, Progress()), timeout_s=upstream.timeout_s)
     except FutureTimeout:
         raise ListingFailed(f"upstream {upstream.name} gave no answer in {upstream.timeout_s} s") from None
     except MCPError as exc:
@@ -250,6 +254,8 @@ def list_mcp_tools(upstream: ResolvedUpstream) -> list[dict[str, Any]]:
         ) from None
     except EgressRefused as exc:
         raise ListingFailed(f"upstream {upstream.name} is refused: {exc.reason}") from None
+    except AnswerTooLarge as exc:
+        raise ListingFailed(f"upstream {upstream.name} answered tools/list, but {exc}") from None
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was listed
         raise ListingFailed(f"no session with upstream {upstream.name}: {type(leaf(exc)).__name__}") \
             from None
@@ -290,6 +296,8 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"{asked} was refused: {said}")
     except SessionLost as exc:
         return ReconcileAnswer(found=None, note=f"{asked} was not reached: {exc}")
+    except AnswerTooLarge as exc:
+        return ReconcileAnswer(found=None, note=f"{asked} answered, but {exc}", retry=False)
     except Exception as exc:  # noqa: BLE001 - whatever broke the session, nothing was learnt
         return ReconcileAnswer(found=None, note=f"{asked} was not reached: {type(leaf(exc)).__name__}")
     answer = status_answer(result, asked=asked)

@@ -1,8 +1,15 @@
-"""Sessions with MCP servers, reused per upstream URL and credential within a process.
+"""Sessions with MCP servers, reused per tenant, upstream URL and credential within a process.
 
 A handshake per call would cost an `initialize` round trip and a session each time, so each
-process keeps one open session per upstream URL and credential, made on first use and made
-again once it breaks.
+process keeps one open session per tenant, upstream URL and credential, made on first use and
+made again once it breaks. The calling tenant is part of the key even without a credential:
+a server may keep state per session, which one tenant must never see of another's.
+
+Every end user with a token of their own has sessions of their own, so the cache is bounded:
+at most TOOLHUB_MCP_MAX_SESSIONS, the least recently used idle one closed past that, and any
+session idle for TOOLHUB_MCP_SESSION_IDLE_S closed by a sweeper. Closing a session ends the
+task holding it, which closes its HTTP client and so releases its sockets. A session a call
+is using is never closed under it; the cache may exceed its bound while all are in use.
 
 The SDK client is async and its sessions live in anyio task groups, which must be entered and
 left by one task: every session is held open by a task of its own on one background event
@@ -14,17 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import httpx2
+from django.conf import settings
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from .base import AnswerTooLarge
 from .egress import AsyncEgressTransport
 
 T = TypeVar("T")
@@ -32,7 +44,14 @@ T = TypeVar("T")
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 SESSION_ID_HEADER = "mcp-session-id"
 
-SessionKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+class SessionKey(NamedTuple):
+    """Who may share a session: calls of one tenant to one URL with the same credential."""
+
+    tenant_id: int | None
+    url: str
+    headers: tuple[tuple[str, str], ...]
 
 
 class Loop:
@@ -70,6 +89,7 @@ class Session:
     # Set when the server answered 404 to this session's id: it no longer knows the session
     # (restarted, or expired it) and ran nothing of that request.
     expired: asyncio.Event
+    transport: AsyncEgressTransport
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     error: BaseException | None = None
@@ -87,8 +107,35 @@ class SessionLost(Exception):
         self.cause = cause
 
 
-# Opening or open sessions by URL and credential headers; touched only on the loop's thread.
-_SESSIONS: dict[SessionKey, asyncio.Task[Session]] = {}
+@dataclass(eq=False)
+class _Cached:
+    """A cached session (its opening task) and how it is used."""
+
+    opening: asyncio.Task[Session]
+    users: int = 0
+    last_used: float = field(default_factory=time.monotonic)
+
+    @property
+    def broken(self) -> bool:
+        task = self.opening
+        return task.done() and (task.cancelled() or task.exception() is not None or not task.result().usable)
+
+    def close(self) -> None:
+        """Stop the session (now, or as soon as it is open): its holder closes the client."""
+        if self.opening.done():
+            _stop(self.opening)
+        else:
+            self.opening.add_done_callback(_stop)
+
+
+def _stop(opening: asyncio.Task[Session]) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().stop.set()
+
+
+# Opening or open sessions, least recently used first; touched only on the loop's thread.
+_SESSIONS: OrderedDict[SessionKey, _Cached] = OrderedDict()
+_SWEEPER: list[asyncio.Task[None]] = []
 
 
 async def _open(url: str, headers: Mapping[str, str]) -> Session:
@@ -100,12 +147,14 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
         if response.status_code == 404 and SESSION_ID_HEADER in response.request.headers:
             expired.set()
 
+    transport = AsyncEgressTransport()
+
     async def hold() -> None:
         session: Session | None = None
         try:
             async with (
                 httpx2.AsyncClient(
-                    transport=AsyncEgressTransport(),
+                    transport=transport,
                     headers=dict(headers), timeout=_HTTP_TIMEOUT, trust_env=False, follow_redirects=False,
                     event_hooks={"response": [on_response]},
                 ) as http,
@@ -113,7 +162,7 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
                 ClientSession(read, write) as client,
             ):
                 await client.initialize()
-                session = Session(client, expired)
+                session = Session(client, expired, transport)
                 ready.set_result(session)
                 await session.stop.wait()
         except Exception as exc:  # noqa: BLE001 - a broken session, whatever broke it
@@ -147,19 +196,58 @@ def leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-async def _session(key: SessionKey) -> Session:
-    """The open session for `key`: the cached one unless it broke, else a new one. Callers
-    arriving while it opens share the one handshake."""
-    task = _SESSIONS.get(key)
-    if task is None or (task.done() and (task.cancelled() or task.exception() or not task.result().usable)):
-        task = asyncio.get_running_loop().create_task(_open(key[0], dict(key[1])))
-        _SESSIONS[key] = task
-    try:
-        return await asyncio.shield(task)
-    except Exception:
-        if _SESSIONS.get(key) is task:
+def _trim() -> None:
+    """Close the idle sessions past the bound (least recently used first) and those idle for
+    too long; forget broken ones."""
+    idle_limit = time.monotonic() - settings.TOOLHUB_MCP_SESSION_IDLE_S
+    excess = len(_SESSIONS) - settings.TOOLHUB_MCP_MAX_SESSIONS
+    for key, cached in list(_SESSIONS.items()):
+        if cached.users:
+            continue
+        if excess > 0 or cached.last_used < idle_limit or cached.broken:
             del _SESSIONS[key]
-        raise
+            cached.close()
+            excess -= 1
+
+
+async def _sweep() -> None:
+    """Close idle sessions while there are any: without calls, nothing else would. A tick of a
+    second at most walks at most the bound's sessions: cheap, and a changed idle time applies."""
+    while _SESSIONS:
+        await asyncio.sleep(min(max(settings.TOOLHUB_MCP_SESSION_IDLE_S / 2, 0.05), 1.0))
+        _trim()
+
+
+def _cached(key: SessionKey) -> _Cached:
+    """The cache entry for `key`: the cached one unless it broke, else a new one (callers
+    arriving while it opens share the one handshake)."""
+    cached = _SESSIONS.get(key)
+    if cached is None or cached.broken:
+        opening = asyncio.get_running_loop().create_task(_open(key.url, dict(key.headers)))
+        cached = _SESSIONS[key] = _Cached(opening)
+    _SESSIONS.move_to_end(key)
+    if not _SWEEPER or _SWEEPER[0].done():
+        _SWEEPER[:] = [asyncio.get_running_loop().create_task(_sweep())]
+    return cached
+
+
+@asynccontextmanager
+async def _held(key: SessionKey) -> AsyncIterator[Session]:
+    """The open session for `key`, kept open (never trimmed) while the block runs."""
+    cached = _cached(key)
+    cached.users += 1
+    try:
+        try:
+            session = await asyncio.shield(cached.opening)
+        except Exception:
+            if _SESSIONS.get(key) is cached:
+                del _SESSIONS[key]
+            raise
+        yield session
+    finally:
+        cached.users -= 1
+        cached.last_used = time.monotonic()
+        _trim()
 
 
 @dataclass
@@ -172,18 +260,30 @@ async def on_session(
 ) -> T:
     """`request`'s answer on the cached session; once more on a new session when the server
     no longer knew the cached one (it ran nothing, so sending again is safe)."""
-    session = await _session(key)
-    progress.sent = True
+    async with _held(key) as session:
+        progress.sent = True
+        try:
+            return await _answered(session, request)
+        except MCPError:
+            if not session.expired.is_set():
+                raise
+        session.stop.set()
+    progress.sent = False
+    async with _held(key) as session:
+        progress.sent = True
+        return await _answered(session, request)
+
+
+async def _answered(session: Session, request: Callable[[Session], Awaitable[T]]) -> T:
+    """`request`'s answer; AnswerTooLarge when it failed because an answer went past the byte
+    limit (the SDK reports that as a parse error, or a stream that ended without an answer)."""
+    cut_off = session.transport.cut_off
     try:
         return await request(session)
-    except MCPError:
-        if not session.expired.is_set():
-            raise
-    session.stop.set()
-    progress.sent = False
-    session = await _session(key)
-    progress.sent = True
-    return await request(session)
+    except Exception:
+        if session.transport.cut_off > cut_off:
+            raise AnswerTooLarge(settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES) from None
+        raise
 
 
 async def call_on(session: Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:
