@@ -41,6 +41,8 @@ POLICY_FIELDS = (
     "task_call_budget",
 )
 SECTIONS = ("tools", "toolsets", "grants", "policies")
+# The `kind` of the platform's document (platform.py); a tenant's document has none.
+PLATFORM_KIND = "platform"
 _JSON_FIELDS = frozenset(
     f.name for f in ToolVersion._meta.get_fields() if f.get_internal_type() == "JSONField"
 )
@@ -66,6 +68,33 @@ def version_entry(version: ToolVersion) -> dict[str, Any]:
     }
 
 
+def tools_section(tools: Iterable[Tool]) -> dict[str, Any]:
+    """Tools by name, each with its versions (prefetched) by number."""
+    return {
+        tool.name: {
+            "summary": tool.summary,
+            "replaced_by": tool.replaced_by.name if tool.replaced_by is not None else None,
+            "versions": [version_entry(v) for v in sorted(tool.versions.all(), key=lambda v: v.number)],
+        }
+        for tool in sorted(tools, key=lambda t: t.name)
+    }
+
+
+def toolsets_section(toolsets: Iterable[Toolset]) -> dict[str, Any]:
+    """Toolsets by name, with their tools and phases (prefetched)."""
+    return {
+        toolset.name: {
+            "description": toolset.description,
+            "tools": sorted(t.name for t in toolset.tools.all()),
+            "phases": {
+                phase.name: sorted(t.name for t in phase.tools.all())
+                for phase in sorted(toolset.phases.all(), key=lambda p: p.name)
+            },
+        }
+        for toolset in sorted(toolsets, key=lambda s: s.name)
+    }
+
+
 def tenant_document(
     *, tenant_slug: str, tools: Iterable[Tool], toolsets: Iterable[Toolset],
     grants: Iterable[Any], policies: Iterable[Any],
@@ -76,25 +105,8 @@ def tenant_document(
     return {
         "format": FORMAT,
         "tenant": tenant_slug,
-        "tools": {
-            tool.name: {
-                "summary": tool.summary,
-                "replaced_by": tool.replaced_by.name if tool.replaced_by is not None else None,
-                "versions": [version_entry(v) for v in sorted(tool.versions.all(), key=lambda v: v.number)],
-            }
-            for tool in sorted(tools, key=lambda t: t.name)
-        },
-        "toolsets": {
-            toolset.name: {
-                "description": toolset.description,
-                "tools": sorted(t.name for t in toolset.tools.all()),
-                "phases": {
-                    phase.name: sorted(t.name for t in phase.tools.all())
-                    for phase in sorted(toolset.phases.all(), key=lambda p: p.name)
-                },
-            }
-            for toolset in sorted(toolsets, key=lambda s: s.name)
-        },
+        "tools": tools_section(tools),
+        "toolsets": toolsets_section(toolsets),
         "grants": sorted(
             (
                 {
@@ -144,11 +156,21 @@ HEADER = (
 )
 
 
+PLATFORM_HEADER = (
+    "# ToolHub platform catalog: shared tools, shared toolsets, platform upstreams (credential\n"
+    "# names, never values), tenants and their agents (never keys), grants of shared tools.\n"
+    "# Apply it before the tenants' files:\n"
+    "#   manage.py catalog_apply FILE --plan\n"
+)
+
+
 def document_yaml(document: Mapping[str, Any]) -> str:
     body = yaml.dump(
         dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=float("inf"),
         default_flow_style=False,
     )
+    if document.get("kind") == PLATFORM_KIND:
+        return PLATFORM_HEADER + body
     return HEADER.format(slug=document["tenant"]) + body
 
 
@@ -183,14 +205,14 @@ def problems_of(path: str, error: ValidationError) -> list[Problem]:
     return [Problem(path, message) for message in error.messages]
 
 
-def _expect(value: Any, kind: type, path: str, what: str, problems: list[Problem]) -> bool:
+def expect(value: Any, kind: type, path: str, what: str, problems: list[Problem]) -> bool:
     if isinstance(value, kind):
         return True
     problems.append(Problem(path, f"expected {what}, found {type(value).__name__}: {value!r}."))
     return False
 
 
-def _unknown_keys(
+def unknown_keys(
     entry: Mapping[str, Any], allowed: Iterable[str], path: str, problems: list[Problem]
 ) -> None:
     allowed = tuple(allowed)
@@ -218,9 +240,9 @@ def _field_value(model: type[models.Model], name: str, value: Any, path: str, pr
 
 
 def _check_version(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not _expect(raw, dict, path, "a mapping (a version)", problems):
+    if not expect(raw, dict, path, "a mapping (a version)", problems):
         return None
-    _unknown_keys(raw, ("number", "status", *VERSION_FIELDS), path, problems)
+    unknown_keys(raw, ("number", "status", *VERSION_FIELDS), path, problems)
     number, status = raw.get("number"), raw.get("status", VersionStatus.DRAFT)
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         problems.append(Problem(f"{path}.number", f"expected a version number (1, 2, …), found {number!r}."))
@@ -239,14 +261,14 @@ def _check_version(raw: Any, path: str, problems: list[Problem]) -> dict[str, An
 
 
 def _check_tool(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not _expect(raw, dict, path, "a mapping (a tool)", problems):
+    if not expect(raw, dict, path, "a mapping (a tool)", problems):
         return None
-    _unknown_keys(raw, ("summary", "replaced_by", "versions"), path, problems)
+    unknown_keys(raw, ("summary", "replaced_by", "versions"), path, problems)
     summary, replaced_by = raw.get("summary") or "", raw.get("replaced_by")
     versions = raw.get("versions") or []
-    ok = _expect(summary, str, f"{path}.summary", "text", problems)
-    ok &= replaced_by is None or _expect(replaced_by, str, f"{path}.replaced_by", "a tool name", problems)
-    ok &= _expect(versions, list, f"{path}.versions", "a list of versions", problems)
+    ok = expect(summary, str, f"{path}.summary", "text", problems)
+    ok &= replaced_by is None or expect(replaced_by, str, f"{path}.replaced_by", "a tool name", problems)
+    ok &= expect(versions, list, f"{path}.versions", "a list of versions", problems)
     if not ok:
         return None
     checked = [_check_version(v, f"{path}.versions[{i}]", problems) for i, v in enumerate(versions)]
@@ -257,20 +279,20 @@ def _check_tool(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] 
 
 
 def _check_names(raw: Any, path: str, problems: list[Problem]) -> list[str] | None:
-    if not _expect(raw, list, path, "a list of tool names", problems):
+    if not expect(raw, list, path, "a list of tool names", problems):
         return None
-    names = [n for i, n in enumerate(raw) if _expect(n, str, f"{path}[{i}]", "a tool name", problems)]
+    names = [n for i, n in enumerate(raw) if expect(n, str, f"{path}[{i}]", "a tool name", problems)]
     return sorted(set(names))
 
 
 def _check_toolset(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not _expect(raw, dict, path, "a mapping (a toolset)", problems):
+    if not expect(raw, dict, path, "a mapping (a toolset)", problems):
         return None
-    _unknown_keys(raw, ("description", "tools", "phases"), path, problems)
+    unknown_keys(raw, ("description", "tools", "phases"), path, problems)
     description, phases = raw.get("description") or "", raw.get("phases") or {}
     tools = _check_names(raw.get("tools") or [], f"{path}.tools", problems)
-    if not (_expect(description, str, f"{path}.description", "text", problems)
-            and _expect(phases, dict, f"{path}.phases", "a mapping of phase → tool names", problems)):
+    if not (expect(description, str, f"{path}.description", "text", problems)
+            and expect(phases, dict, f"{path}.phases", "a mapping of phase → tool names", problems)):
         return None
     checked = {str(name): _check_names(names or [], f"{path}.phases.{name}", problems)
                for name, names in phases.items()}
@@ -279,13 +301,13 @@ def _check_toolset(raw: Any, path: str, problems: list[Problem]) -> dict[str, An
     return {"description": description, "tools": tools, "phases": dict(sorted(checked.items()))}
 
 
-def _check_list(raw: Any, path: str, keys: tuple[str, ...], problems: list[Problem]) -> list[dict[str, Any]]:
-    if not _expect(raw, list, path, "a list", problems):
+def check_list(raw: Any, path: str, keys: tuple[str, ...], problems: list[Problem]) -> list[dict[str, Any]]:
+    if not expect(raw, list, path, "a list", problems):
         return []
     entries = []
     for i, entry in enumerate(raw):
-        if _expect(entry, dict, f"{path}[{i}]", "a mapping", problems):
-            _unknown_keys(entry, keys, f"{path}[{i}]", problems)
+        if expect(entry, dict, f"{path}[{i}]", "a mapping", problems):
+            unknown_keys(entry, keys, f"{path}[{i}]", problems)
             entries.append({"_path": f"{path}[{i}]", **{k: entry.get(k) for k in keys}})
     return entries
 
@@ -294,11 +316,11 @@ def _check_reference(
     entry: dict[str, Any], name: str, kind: type, what: str, problems: list[Problem]
 ) -> bool:
     value = entry[name]
-    return value is None or _expect(value, kind, f"{entry['_path']}.{name}", what, problems)
+    return value is None or expect(value, kind, f"{entry['_path']}.{name}", what, problems)
 
 
-def _check_grant(entry: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
-    ok = _expect(entry["tool"], str, f"{entry['_path']}.tool", "a tool name", problems)
+def check_grant(entry: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
+    ok = expect(entry["tool"], str, f"{entry['_path']}.tool", "a tool name", problems)
     ok &= _check_reference(entry, "agent", str, "an agent name, or null for every agent", problems)
     ok &= _check_reference(entry, "pinned_version", int, "a version number, or null for the latest", problems)
     return entry if ok else None
@@ -317,33 +339,53 @@ def _check_policy(entry: dict[str, Any], problems: list[Problem]) -> dict[str, A
     return checked
 
 
-def document_from_yaml(text: str) -> dict[str, Any]:
-    """The checked, normalized document in `text` (defaults filled in, values as the models
-    store them). Raises DocumentError listing every problem with its path."""
+def yaml_mapping(text: str) -> Any:
+    """The YAML in `text`, parsed. Raises DocumentError when it is not YAML."""
     try:
-        raw = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise DocumentError([Problem("", f"not valid YAML: {error}")]) from error
+
+
+def check_tools(raw: Any, problems: list[Problem]) -> dict[str, Any] | None:
+    """The `tools` section checked, or None when it is not a mapping (a problem says so)."""
+    if not expect(raw, dict, "tools", "a mapping of tool name → tool", problems):
+        return None
+    tools = {str(n): _check_tool(t, f"tools.{n}", problems) for n, t in raw.items()}
+    return {n: t for n, t in sorted(tools.items()) if t is not None}
+
+
+def check_toolsets(raw: Any, problems: list[Problem]) -> dict[str, Any] | None:
+    if not expect(raw, dict, "toolsets", "a mapping of toolset name → toolset", problems):
+        return None
+    toolsets = {str(n): _check_toolset(s, f"toolsets.{n}", problems) for n, s in raw.items()}
+    return {n: s for n, s in sorted(toolsets.items()) if s is not None}
+
+
+def document_from_yaml(text: str) -> dict[str, Any]:
+    """The checked, normalized document of a tenant in `text` (defaults filled in, values as
+    the models store them). Raises DocumentError listing every problem with its path."""
+    return tenant_document_checked(yaml_mapping(text))
+
+
+def tenant_document_checked(raw: Any) -> dict[str, Any]:
+    """A tenant's parsed document, checked and normalized. Raises DocumentError."""
     problems: list[Problem] = []
     if not isinstance(raw, dict):
         raise DocumentError([Problem("", f"expected a mapping with tenant, {', '.join(SECTIONS)}.")])
-    _unknown_keys(raw, ("format", "tenant", *SECTIONS), "", problems)
+    unknown_keys(raw, ("format", "tenant", *SECTIONS), "", problems)
     if raw.get("format", FORMAT) != FORMAT:
         problems.append(Problem("format", f"this ToolHub reads format {FORMAT}, not {raw['format']!r}."))
     document: dict[str, Any] = {"format": FORMAT, "tenant": raw.get("tenant")}
-    if "tools" in raw and _expect(raw["tools"], dict, "tools", "a mapping of tool name → tool", problems):
-        tools = {str(n): _check_tool(t, f"tools.{n}", problems) for n, t in raw["tools"].items()}
-        document["tools"] = {n: t for n, t in sorted(tools.items()) if t is not None}
-    if "toolsets" in raw and _expect(
-        raw["toolsets"], dict, "toolsets", "a mapping of toolset name → toolset", problems
-    ):
-        toolsets = {str(n): _check_toolset(s, f"toolsets.{n}", problems) for n, s in raw["toolsets"].items()}
-        document["toolsets"] = {n: s for n, s in sorted(toolsets.items()) if s is not None}
+    if "tools" in raw and (tools := check_tools(raw["tools"], problems)) is not None:
+        document["tools"] = tools
+    if "toolsets" in raw and (toolsets := check_toolsets(raw["toolsets"], problems)) is not None:
+        document["toolsets"] = toolsets
     if "grants" in raw:
-        grants = _check_list(raw["grants"], "grants", ("tool", "agent", "pinned_version"), problems)
-        document["grants"] = [g for g in grants if _check_grant(g, problems)]
+        grants = check_list(raw["grants"], "grants", ("tool", "agent", "pinned_version"), problems)
+        document["grants"] = [g for g in grants if check_grant(g, problems)]
     if "policies" in raw:
-        policies = _check_list(raw["policies"], "policies", ("tool", *POLICY_FIELDS), problems)
+        policies = check_list(raw["policies"], "policies", ("tool", *POLICY_FIELDS), problems)
         document["policies"] = [p for p in (_check_policy(e, problems) for e in policies) if p]
     if problems:
         raise DocumentError(problems)

@@ -136,7 +136,10 @@ def _content(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {f: entry[f] for f in VERSION_FIELDS}
 
 
-class _Planner:
+class CatalogPlanner:
+    """Plans one catalog's tools, versions, toolsets, grants and policies: a tenant's, or the
+    shared one (platform_plan.py)."""
+
     def __init__(self, current: Mapping[str, Any], context: Context) -> None:
         self.current = current
         self.context = context
@@ -252,6 +255,10 @@ class _Planner:
                 text=f"> {tool} v{number}: {_VERBS[to]}",
             ))
 
+    def untouched_tools(self, wanted: Mapping[str, Any]) -> None:
+        for name in sorted(set(self.current["tools"]) - set(wanted.get("tools", self.current["tools"]))):
+            self.notes.append(f"tools.{name}: not in the file; left as it is (apply never deletes tools).")
+
     def toolsets(self, wanted: Mapping[str, Any]) -> None:
         current = self.current["toolsets"]
         for name in sorted(set(current) - set(wanted)):
@@ -349,10 +356,9 @@ class _Planner:
 def plan_document(*, wanted: Mapping[str, Any], current: Mapping[str, Any], context: Context) -> Plan:
     """The steps that make the tenant's catalog (`current`, as `tenant_document` gives it) say
     what `wanted` says, with what stops them (problems at YAML paths) and notes."""
-    planner = _Planner(current, context)
+    planner = CatalogPlanner(current, context)
     planner.tools(wanted.get("tools", {}))
-    for name in sorted(set(current["tools"]) - set(wanted.get("tools", current["tools"]))):
-        planner.notes.append(f"tools.{name}: not in the file; left as it is (apply never deletes tools).")
+    planner.untouched_tools(wanted)
     if "toolsets" in wanted:
         planner.toolsets(wanted["toolsets"])
     if "grants" in wanted:

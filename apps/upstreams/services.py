@@ -104,6 +104,33 @@ def credential_set(
     return credential
 
 
+def credential_declare(
+    *, tenant: models.Model | None, name: str, kind: str, field: str, actor: str
+) -> Credential:
+    """The credential `name` of `tenant` (None: the platform's) with this kind and field,
+    created with no value when missing (calls through it fail until someone sets one), its
+    stored value kept otherwise. Raises ValidationError as credential_set does. Writes the
+    credential and an audit event when anything changed."""
+    tenant_id = getattr(tenant, "pk", None)
+    with transaction.atomic():
+        _lock_name("credential", name)
+        credential = Credential.objects.select_for_update().filter(owned_by(tenant_id), name=name).first()
+        creating = credential is None
+        if credential is None:
+            credential = Credential(tenant_id=tenant_id, name=name)
+        elif (credential.kind, credential.field) == (kind, field):
+            return credential
+        credential.kind, credential.field = kind, field
+        credential.changed_by, credential.changed_at = actor, timezone.now()
+        audited_save(
+            credential, tenant_id=tenant_id, actor=actor,
+            action="credential.create" if creating else "credential.update",
+            data={"name": name, "kind": kind, "field": field, "per_subject": credential.per_subject,
+                  "value_changed": False},
+        )
+    return credential
+
+
 def credential_delete(*, credential: Credential, actor: str) -> None:
     """Delete a credential no upstream uses (ProtectedError otherwise), with its users' tokens."""
     with transaction.atomic():
