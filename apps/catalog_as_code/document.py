@@ -12,14 +12,18 @@ What a document holds, and what applying it means:
   forward (publish, deprecate, retire). A published version never changes: a changed
   definition becomes a new draft, published if the document says so. Apply never deletes a
   tool or a version.
+- `upstreams`: the tenant's upstreams, never a credential's value (upstreams.py). Apply
+  creates and updates them, never deletes one.
 - `toolsets`, `grants`, `policies`: when a section is present it is the whole truth for the
   tenant (what it does not list is deleted); when it is absent, that kind is left alone.
+
+The platform's part (shared tools, platform upstreams, tenants and agents, grants of shared
+tools) is a document of its own, of `kind: platform` (platform.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -28,6 +32,9 @@ from django.db import models
 
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.tenancy.models import TenantPolicy
+
+from .checks import DocumentError, Problem, expect, problems_of, unknown_keys
+from .upstreams import check_upstreams, upstreams_section
 
 FORMAT = 1
 # Everything a version's document entry holds besides its number and status.
@@ -40,7 +47,7 @@ POLICY_FIELDS = (
     "daily_quota_per_subject", "rate_limit_per_minute", "requires_approval", "rule_overrides",
     "task_call_budget",
 )
-SECTIONS = ("tools", "toolsets", "grants", "policies")
+SECTIONS = ("tools", "toolsets", "upstreams", "grants", "policies")
 # The `kind` of the platform's document (platform.py); a tenant's document has none.
 PLATFORM_KIND = "platform"
 _JSON_FIELDS = frozenset(
@@ -96,17 +103,18 @@ def toolsets_section(toolsets: Iterable[Toolset]) -> dict[str, Any]:
 
 
 def tenant_document(
-    *, tenant_slug: str, tools: Iterable[Tool], toolsets: Iterable[Toolset],
+    *, tenant_slug: str, tools: Iterable[Tool], toolsets: Iterable[Toolset], upstreams: Iterable[Any],
     grants: Iterable[Any], policies: Iterable[Any],
 ) -> dict[str, Any]:
     """The document of one tenant's catalog. Expects tools with `versions` and toolsets with
-    `tools` and `phases__tools` prefetched, grants and policies with their tool, agent and
-    pinned version selected."""
+    `tools` and `phases__tools` prefetched, upstreams with their credential, grants and
+    policies with their tool, agent and pinned version selected."""
     return {
         "format": FORMAT,
         "tenant": tenant_slug,
         "tools": tools_section(tools),
         "toolsets": toolsets_section(toolsets),
+        "upstreams": upstreams_section(upstreams),
         "grants": sorted(
             (
                 {
@@ -175,49 +183,6 @@ def document_yaml(document: Mapping[str, Any]) -> str:
 
 
 # --- YAML → checked document ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why a document cannot be applied, at the YAML path of the offending value."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-class DocumentError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
-
-
-def problems_of(path: str, error: ValidationError) -> list[Problem]:
-    """A model or service ValidationError as problems, each field under `path`."""
-    if hasattr(error, "error_dict"):
-        return [
-            Problem(path if name == "__all__" else f"{path}.{name}", message)
-            for name, messages in error.message_dict.items()
-            for message in messages
-        ]
-    return [Problem(path, message) for message in error.messages]
-
-
-def expect(value: Any, kind: type, path: str, what: str, problems: list[Problem]) -> bool:
-    if isinstance(value, kind):
-        return True
-    problems.append(Problem(path, f"expected {what}, found {type(value).__name__}: {value!r}."))
-    return False
-
-
-def unknown_keys(
-    entry: Mapping[str, Any], allowed: Iterable[str], path: str, problems: list[Problem]
-) -> None:
-    allowed = tuple(allowed)
-    for key in sorted(set(entry) - set(allowed), key=str):
-        problems.append(Problem(f"{path}.{key}", f"unknown key; allowed: {', '.join(allowed)}."))
 
 
 def _model_field(model: type[models.Model], name: str) -> models.Field:
@@ -381,6 +346,8 @@ def tenant_document_checked(raw: Any) -> dict[str, Any]:
         document["tools"] = tools
     if "toolsets" in raw and (toolsets := check_toolsets(raw["toolsets"], problems)) is not None:
         document["toolsets"] = toolsets
+    if "upstreams" in raw and (upstreams := check_upstreams(raw["upstreams"], problems)) is not None:
+        document["upstreams"] = upstreams
     if "grants" in raw:
         grants = check_list(raw["grants"], "grants", ("tool", "agent", "pinned_version"), problems)
         document["grants"] = [g for g in grants if check_grant(g, problems)]

@@ -6,9 +6,8 @@ What it holds, and what applying it means:
 
 - `tools`, `toolsets`: the shared catalog, as a tenant's document holds the tenant's (the
   same rules: published versions never change, apply never deletes a tool).
-- `upstreams`: the platform's upstreams by name: kind, base URL, timeouts, the MCP settings,
-  and the credential they send by name, kind and field, never its value. Apply creates a
-  missing credential with no value and says that someone must set it. Never deleted.
+- `upstreams`: the platform's upstreams, as a tenant's document holds the tenant's
+  (upstreams.py: never a credential's value).
 - `tenants`: by slug, with their name and their agents (never keys: issue them afterwards).
   Never deleted.
 - `grants`: the shared tools granted to tenants (or to one agent of a tenant). When present
@@ -25,27 +24,22 @@ from typing import Any
 from apps.tenancy.models import Agent, Tenant
 from apps.upstreams.models import Upstream
 
+from .checks import DocumentError, Problem, expect, unknown_keys
 from .document import (
     FORMAT,
     PLATFORM_KIND,
-    DocumentError,
-    Problem,
     check_grant,
     check_list,
     check_tools,
     check_toolsets,
-    expect,
     tenant_document_checked,
     tools_section,
     toolsets_section,
-    unknown_keys,
     yaml_mapping,
 )
+from .upstreams import check_upstreams, upstreams_section
 
 PLATFORM_SECTIONS = ("tools", "toolsets", "upstreams", "tenants", "grants")
-UPSTREAM_FIELDS = ("kind", "base_url", "timeout_s", "status_tool", "sync_interval_minutes",
-                   "suspend_drifted_tools")
-CREDENTIAL_FIELDS = ("name", "kind", "field")
 AGENT_FIELDS = ("description", "active")
 GRANT_KEYS = ("tenant", "tool", "agent", "pinned_version")
 
@@ -71,14 +65,7 @@ def platform_document(
         "kind": PLATFORM_KIND,
         "tools": tools_section(tools),
         "toolsets": toolsets_section(toolsets),
-        "upstreams": {
-            upstream.name: {
-                **{name: getattr(upstream, name) for name in UPSTREAM_FIELDS},
-                "credential": {name: getattr(upstream.credential, name) for name in CREDENTIAL_FIELDS}
-                if upstream.credential is not None else None,
-            }
-            for upstream in sorted(upstreams, key=lambda u: u.name)
-        },
+        "upstreams": upstreams_section(upstreams),
         "tenants": {
             tenant.slug: {"name": tenant.name, "active": tenant.active,
                           "agents": agents_of.get(tenant.pk, {})}
@@ -97,29 +84,6 @@ def platform_document(
             key=platform_grant_key,
         ),
     }
-
-
-def _check_upstream(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not expect(raw, dict, path, "a mapping (an upstream)", problems):
-        return None
-    unknown_keys(raw, (*UPSTREAM_FIELDS, "credential"), path, problems)
-    defaults = {field.name: field.get_default() for field in Upstream._meta.concrete_fields}
-    entry = {name: raw.get(name, defaults[name]) for name in UPSTREAM_FIELDS}
-    if not expect(entry["base_url"], str, f"{path}.base_url", "a URL", problems):
-        return None
-    credential = raw.get("credential")
-    if credential is not None:
-        if not expect(credential, dict, f"{path}.credential", "a mapping (name, kind, field)", problems):
-            return None
-        unknown_keys(credential, CREDENTIAL_FIELDS, f"{path}.credential", problems)
-        if "value" in credential:
-            problems.append(Problem(f"{path}.credential.value", "a document never holds a secret; set the "
-                                    "value in the admin (Upstreams → Credentials) after applying."))
-        credential = {"name": credential.get("name"), "kind": credential.get("kind"),
-                      "field": credential.get("field") or ""}
-        if not expect(credential["name"], str, f"{path}.credential.name", "a credential name", problems):
-            return None
-    return {**entry, "credential": credential}
 
 
 def _check_tenant(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
@@ -156,11 +120,11 @@ def platform_document_checked(raw: Mapping[str, Any]) -> dict[str, Any]:
         document["tools"] = tools
     if "toolsets" in raw and (toolsets := check_toolsets(raw["toolsets"], problems)) is not None:
         document["toolsets"] = toolsets
-    for section, check in (("upstreams", _check_upstream), ("tenants", _check_tenant)):
-        if section in raw and expect(raw[section], dict, section, f"a mapping of name → {section[:-1]}",
-                                     problems):
-            entries = {str(n): check(e, f"{section}.{n}", problems) for n, e in raw[section].items()}
-            document[section] = {n: e for n, e in sorted(entries.items()) if e is not None}
+    if "upstreams" in raw and (upstreams := check_upstreams(raw["upstreams"], problems)) is not None:
+        document["upstreams"] = upstreams
+    if "tenants" in raw and expect(raw["tenants"], dict, "tenants", "a mapping of slug → tenant", problems):
+        tenants = {str(n): _check_tenant(e, f"tenants.{n}", problems) for n, e in raw["tenants"].items()}
+        document["tenants"] = {n: e for n, e in sorted(tenants.items()) if e is not None}
     if "grants" in raw:
         grants = check_list(raw["grants"], "grants", GRANT_KEYS, problems)
         document["grants"] = [

@@ -7,12 +7,12 @@ tools. Pure: it compares two documents, the file's and the database's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .document import Problem
 from .plan import CatalogPlanner, Context, Plan, Step
-from .platform import AGENT_FIELDS, UPSTREAM_FIELDS, platform_grant_key
+from .platform import AGENT_FIELDS, platform_grant_key
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,6 @@ class AgentSave(Step):
     name: str = ""
     description: str = ""
     active: bool = True
-
-
-@dataclass(frozen=True)
-class UpstreamSave(Step):
-    name: str = ""
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    # name, kind, field of the credential it sends; None for none
-    credential: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,24 +83,6 @@ class _PlatformPlanner(CatalogPlanner):
             self.notes.append(f"tenants.{slug}: not in the file; left as it is (apply never deletes "
                               "tenants).")
 
-    def upstreams(self, wanted: Mapping[str, Any]) -> None:
-        current = self.current["upstreams"]
-        for name, upstream in wanted.items():
-            stored = current.get(name)
-            if stored == upstream:
-                continue
-            credential = upstream["credential"]
-            text = f"{'~' if stored else '+'} upstream {name}"
-            if credential is not None and (stored is None or stored["credential"] != credential):
-                text += f" (credential {credential['name']}: its value is never in a file)"
-            self.first.append(UpstreamSave(
-                path=f"upstreams.{name}", text=text, name=name,
-                settings={k: upstream[k] for k in UPSTREAM_FIELDS}, credential=credential,
-            ))
-        for name in sorted(set(current) - set(wanted)):
-            self.notes.append(f"upstreams.{name}: not in the file; left as it is (apply never deletes "
-                              "upstreams).")
-
     def shared_grants(self, wanted: list[dict[str, Any]]) -> None:
         current = {platform_grant_key(g): g for g in self.current["grants"]}
         seen: set[tuple[str, str, str]] = set()
@@ -157,7 +131,7 @@ def plan_platform_document(*, wanted: Mapping[str, Any], current: Mapping[str, A
     if "tenants" in wanted:
         planner.tenants(wanted["tenants"])
     if "upstreams" in wanted:
-        planner.upstreams(wanted["upstreams"])
+        planner.upstreams(wanted["upstreams"], into=planner.first)
     planner.tools(wanted.get("tools", {}))
     planner.untouched_tools(wanted)
     if "toolsets" in wanted:

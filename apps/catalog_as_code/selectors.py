@@ -7,7 +7,7 @@ from typing import Any
 
 from apps.catalog.models import Tool, Toolset, ToolVersion
 from apps.tenancy.models import Agent, Grant, Tenant, TenantPolicy
-from apps.upstreams.models import Credential, Upstream
+from apps.upstreams.models import Credential, Upstream, owned_by
 
 from .document import tenant_document
 from .plan import Context
@@ -24,8 +24,10 @@ def tenant_catalog_snapshot(*, tenant: Tenant) -> tuple[dict[str, Any], Context]
     toolsets = Toolset.objects.filter(tenant=tenant).prefetch_related("tools", "phases__tools")
     grants = Grant.objects.for_tenant(tenant).select_related("tool", "agent", "pinned_version")
     policies = TenantPolicy.objects.for_tenant(tenant).select_related("tool")
+    upstreams = Upstream.objects.filter(tenant=tenant).select_related("credential")
     document = tenant_document(
-        tenant_slug=tenant.slug, tools=tools, toolsets=toolsets, grants=grants, policies=policies
+        tenant_slug=tenant.slug, tools=tools, toolsets=toolsets, upstreams=upstreams, grants=grants,
+        policies=policies,
     )
     shared: dict[str, dict[int, str]] = {
         name: {} for name in Tool.objects.filter(tenant__isnull=True).values_list("name", flat=True)
@@ -62,11 +64,12 @@ def platform_catalog_snapshot() -> dict[str, Any]:
     )
 
 
-def platform_credentials_without_value() -> list[str]:
-    """Names of the platform's credentials that its upstreams send but that hold no value
-    yet (declared by a platform document): calls through them fail until one is set."""
+def credentials_without_value(*, tenant: Tenant | None) -> list[str]:
+    """Names of the credentials of `tenant` (None: the platform's) that its upstreams send
+    but that hold no value yet (declared by a document): calls through them fail until one
+    is set. Per-end-user credentials hold none of their own and are not listed."""
     return sorted(
         Credential.objects.filter(
-            tenant__isnull=True, per_subject=False, ciphertext="", upstreams__isnull=False
+            owned_by(tenant.pk if tenant else None), per_subject=False, ciphertext="", upstreams__isnull=False
         ).values_list("name", flat=True).distinct()
     )

@@ -31,8 +31,7 @@ from apps.tenancy.services import (
     tenant_policy_save,
     tenant_save,
 )
-from apps.upstreams.models import Upstream
-from apps.upstreams.selectors import upstream_get
+from apps.upstreams.models import Upstream, owned_by
 from apps.upstreams.services import credential_declare, upstream_save
 
 from .document import Problem, problems_of
@@ -50,8 +49,9 @@ from .plan import (
     ToolsetDelete,
     ToolsetSave,
     ToolUpdate,
+    UpstreamSave,
 )
-from .platform_plan import AgentSave, SharedGrantDelete, SharedGrantSave, TenantSave, UpstreamSave
+from .platform_plan import AgentSave, SharedGrantDelete, SharedGrantSave, TenantSave
 from .selectors import grant_by_tool_and_agent, tenant_policy_by_tool
 
 
@@ -224,14 +224,15 @@ def _agent_save(step: AgentSave, tenant: None, actor: str, note: str) -> None:
     agent_save(agent=agent, actor=actor)
 
 
-def _upstream_save(step: UpstreamSave, tenant: None, actor: str, note: str) -> None:
-    upstream = upstream_get(tenant_id=None, name=step.name) or Upstream(tenant=None, name=step.name)
+def _upstream_save(step: UpstreamSave, tenant: Tenant | None, actor: str, note: str) -> None:
+    upstream = Upstream.objects.filter(owned_by(tenant.pk if tenant else None), name=step.name).first() \
+        or Upstream(tenant=tenant, name=step.name)
     for name, value in step.settings.items():
         setattr(upstream, name, value)
     upstream.credential = None
     if step.credential is not None:
         upstream.credential = credential_declare(
-            tenant=None, name=step.credential["name"], kind=step.credential["kind"],
+            tenant=tenant, name=step.credential["name"], kind=step.credential["kind"],
             field=step.credential["field"], actor=actor,
         )
     upstream_save(upstream=upstream, actor=actor)

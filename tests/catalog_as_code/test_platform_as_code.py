@@ -52,8 +52,9 @@ def installation() -> dict[str, Any]:
                                                   "pinned_version__number")),
         "toolsets": _rows(Toolset.objects.values_list("tenant__slug", "name")),
         "agents": _rows(Agent.objects.values_list("tenant__slug", "name", "active")),
-        "upstreams": _rows(Upstream.objects.filter(tenant__isnull=True).values_list(
-            "name", "kind", "base_url", "credential__name", "credential__kind")),
+        "upstreams": _rows(Upstream.objects.values_list(
+            "tenant__slug", "name", "kind", "base_url", "status_tool", "credential__name",
+            "credential__kind")),
     }
 
 
@@ -97,12 +98,13 @@ def test_an_installation_is_rebuilt_from_the_platform_file_and_a_tenants(demo_in
     # when: into a fresh database, the platform's file first, then the tenant's
     wipe_installation()
     platform_out, platform_err = apply(capsys, tmp_path, "platform.yaml", platform)
-    demo_out, _ = apply(capsys, tmp_path, "demo.yaml", demo)
+    demo_out, demo_err = apply(capsys, tmp_path, "demo.yaml", demo)
 
     # then: the same tools, versions, grants, agents and upstreams; the secret is to be set
     assert "Applied" in platform_out and "Applied" in demo_out
     assert installation() == demo_installation
     assert "Credential orders-key of the platform has no value" in platform_err
+    assert "Credential demo-shipping-key of demo has no value" in demo_err
     assert Credential.objects.get(name="orders-key").ciphertext == ""
     assert export(capsys, "--platform") == platform
     assert export(capsys, "--tenant", "demo") == demo

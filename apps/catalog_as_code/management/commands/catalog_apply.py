@@ -13,8 +13,8 @@ from apps.catalog_as_code.plan import Plan, plan_document
 from apps.catalog_as_code.platform import catalog_document_from_yaml
 from apps.catalog_as_code.platform_plan import plan_platform_document
 from apps.catalog_as_code.selectors import (
+    credentials_without_value,
     platform_catalog_snapshot,
-    platform_credentials_without_value,
     tenant_catalog_snapshot,
 )
 from apps.catalog_as_code.services import catalog_document_apply
@@ -85,12 +85,14 @@ class Command(BaseCommand):
                 self.stdout.write(f"{len(plan.steps)} change(s) checked; nothing was written (--plan).")
             else:
                 self.stdout.write(f"Applied {len(plan.steps)} change(s).")
-        if tenant is None and not only_plan:
-            for name in platform_credentials_without_value():
-                self.stderr.write(self.style.WARNING(
-                    f"Credential {name} of the platform has no value: calls through its upstreams fail "
-                    "until a superuser sets it (admin: Upstreams → Credentials). A file never holds secrets."
-                ))
+        if only_plan:
+            return
+        who = "a superuser" if tenant is None else "an operator"
+        for name in credentials_without_value(tenant=tenant):
+            self.stderr.write(self.style.WARNING(
+                f"Credential {name} of {whose} has no value: calls through its upstreams fail until "
+                f"{who} sets it (admin: Upstreams → Credentials). A file never holds secrets."
+            ))
 
     def _refuse(self, path: Path, problems: tuple[Problem, ...] | list[Problem]) -> None:
         listed = "\n".join(f"  {problem}" for problem in problems)
