@@ -327,6 +327,19 @@ def check_toolsets(raw: Any, problems: list[Problem]) -> dict[str, Any] | None:
     return {n: s for n, s in sorted(toolsets.items()) if s is not None}
 
 
+def check_catalog_sections(raw: Mapping[str, Any], document: dict[str, Any], problems: list[Problem]) -> None:
+    """The format, and the sections every catalog document may hold (tools, toolsets,
+    upstreams), checked into `document`."""
+    if raw.get("format", FORMAT) != FORMAT:
+        problems.append(Problem("format", f"this ToolHub reads format {FORMAT}, not {raw['format']!r}."))
+    if "tools" in raw and (tools := check_tools(raw["tools"], problems)) is not None:
+        document["tools"] = tools
+    if "toolsets" in raw and (toolsets := check_toolsets(raw["toolsets"], problems)) is not None:
+        document["toolsets"] = toolsets
+    if "upstreams" in raw and (upstreams := check_upstreams(raw["upstreams"], problems)) is not None:
+        document["upstreams"] = upstreams
+
+
 def document_from_yaml(text: str) -> dict[str, Any]:
     """The checked, normalized document of a tenant in `text` (defaults filled in, values as
     the models store them). Raises DocumentError listing every problem with its path."""
@@ -339,15 +352,8 @@ def tenant_document_checked(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise DocumentError([Problem("", f"expected a mapping with tenant, {', '.join(SECTIONS)}.")])
     unknown_keys(raw, ("format", "tenant", *SECTIONS), "", problems)
-    if raw.get("format", FORMAT) != FORMAT:
-        problems.append(Problem("format", f"this ToolHub reads format {FORMAT}, not {raw['format']!r}."))
     document: dict[str, Any] = {"format": FORMAT, "tenant": raw.get("tenant")}
-    if "tools" in raw and (tools := check_tools(raw["tools"], problems)) is not None:
-        document["tools"] = tools
-    if "toolsets" in raw and (toolsets := check_toolsets(raw["toolsets"], problems)) is not None:
-        document["toolsets"] = toolsets
-    if "upstreams" in raw and (upstreams := check_upstreams(raw["upstreams"], problems)) is not None:
-        document["upstreams"] = upstreams
+    check_catalog_sections(raw, document, problems)
     if "grants" in raw:
         grants = check_list(raw["grants"], "grants", ("tool", "agent", "pinned_version"), problems)
         document["grants"] = [g for g in grants if check_grant(g, problems)]

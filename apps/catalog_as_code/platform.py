@@ -28,16 +28,15 @@ from .checks import DocumentError, Problem, expect, unknown_keys
 from .document import (
     FORMAT,
     PLATFORM_KIND,
+    check_catalog_sections,
     check_grant,
     check_list,
-    check_tools,
-    check_toolsets,
     tenant_document_checked,
     tools_section,
     toolsets_section,
     yaml_mapping,
 )
-from .upstreams import check_upstreams, upstreams_section
+from .upstreams import upstreams_section
 
 PLATFORM_SECTIONS = ("tools", "toolsets", "upstreams", "tenants", "grants")
 AGENT_FIELDS = ("description", "active")
@@ -113,15 +112,8 @@ def platform_document_checked(raw: Mapping[str, Any]) -> dict[str, Any]:
     every problem with its path."""
     problems: list[Problem] = []
     unknown_keys(raw, ("format", "kind", *PLATFORM_SECTIONS), "", problems)
-    if raw.get("format", FORMAT) != FORMAT:
-        problems.append(Problem("format", f"this ToolHub reads format {FORMAT}, not {raw['format']!r}."))
     document: dict[str, Any] = {"format": FORMAT, "kind": PLATFORM_KIND}
-    if "tools" in raw and (tools := check_tools(raw["tools"], problems)) is not None:
-        document["tools"] = tools
-    if "toolsets" in raw and (toolsets := check_toolsets(raw["toolsets"], problems)) is not None:
-        document["toolsets"] = toolsets
-    if "upstreams" in raw and (upstreams := check_upstreams(raw["upstreams"], problems)) is not None:
-        document["upstreams"] = upstreams
+    check_catalog_sections(raw, document, problems)
     if "tenants" in raw and expect(raw["tenants"], dict, "tenants", "a mapping of slug → tenant", problems):
         tenants = {str(n): _check_tenant(e, f"tenants.{n}", problems) for n, e in raw["tenants"].items()}
         document["tenants"] = {n: e for n, e in sorted(tenants.items()) if e is not None}

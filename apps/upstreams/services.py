@@ -57,6 +57,15 @@ def upstream_delete(*, upstream: Upstream, actor: str) -> None:
         upstream.delete()
 
 
+def _locked_credential(tenant_id: int | None, name: str) -> tuple[Credential, bool]:
+    """The owner's credential `name`, locked until commit, or a new one (True) not saved yet."""
+    _lock_name("credential", name)
+    credential = Credential.objects.select_for_update().filter(owned_by(tenant_id), name=name).first()
+    if credential is None:
+        return Credential(tenant_id=tenant_id, name=name), True
+    return credential, False
+
+
 def credential_set(
     *,
     tenant: models.Model | None,
@@ -76,11 +85,7 @@ def credential_set(
     """
     tenant_id = getattr(tenant, "pk", None)
     with transaction.atomic():
-        _lock_name("credential", name)
-        credential = Credential.objects.select_for_update().filter(owned_by(tenant_id), name=name).first()
-        creating = credential is None
-        if credential is None:
-            credential = Credential(tenant_id=tenant_id, name=name)
+        credential, creating = _locked_credential(tenant_id, name)
         credential.kind, credential.field, credential.per_subject = kind, field, per_subject
         if per_subject:
             if value:
@@ -113,12 +118,8 @@ def credential_declare(
     credential and an audit event when anything changed."""
     tenant_id = getattr(tenant, "pk", None)
     with transaction.atomic():
-        _lock_name("credential", name)
-        credential = Credential.objects.select_for_update().filter(owned_by(tenant_id), name=name).first()
-        creating = credential is None
-        if credential is None:
-            credential = Credential(tenant_id=tenant_id, name=name)
-        elif (credential.kind, credential.field) == (kind, field):
+        credential, creating = _locked_credential(tenant_id, name)
+        if not creating and (credential.kind, credential.field) == (kind, field):
             return credential
         credential.kind, credential.field = kind, field
         credential.changed_by, credential.changed_at = actor, timezone.now()
