@@ -62,9 +62,13 @@ def get_order(request: ExecutionRequest) -> dict[str, Any]:
 
 @state_reader("demo_shop.refundable_cents")
 def refundable_cents(arguments: Mapping[str, Any], context: CallContext) -> StateLimit | None:
-    """refund_payment's limit: what is left to refund of the user's order. The payments
-    provider checks it again when it refunds (concurrent refunds of one order)."""
-    found = order_refundable_cents(user_id=arguments["user_id"], order_id=arguments["order_id"])
+    """refund_payment's limit: what is left to refund of the session user's order (the user
+    from the session, never from the arguments: no tool can learn another user's amounts
+    through it). The payments provider checks it again when it refunds (racing refunds)."""
+    order_id = arguments.get("order_id")
+    if context.session is None or not isinstance(order_id, str):
+        return None
+    found = order_refundable_cents(user_id=context.session.subject, order_id=order_id)
     if found is None:
         return None
     order, left = found

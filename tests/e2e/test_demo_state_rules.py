@@ -6,8 +6,12 @@ amount left named), with no ledger entry, no approval and nothing sent to the pr
 from __future__ import annotations
 
 from apps.demo_shop.models import DemoRefund
+from apps.demo_shop.tools import refundable_cents
 from apps.ledger.models import Approval, LedgerEntry
+from apps.tenancy.sessions import SessionClaims
+from tests.demo_shop.factories import DemoOrderFactory
 from tests.e2e.test_demo_tools import an_order
+from tests.gateway.pipeline.conftest import make_context
 
 # ORD-000008 of u-1001: 41,764 cents, nothing refunded yet.
 ORDER = "ORD-000008"
@@ -45,3 +49,20 @@ def test_another_users_order_is_left_to_the_provider_and_looks_missing(demo):
     # then
     assert foreign["kind"] == missing["kind"] == "not_found"
     assert not DemoRefund.objects.exists()
+
+
+def test_the_refund_reader_reads_the_session_users_orders_only(db):
+    # given: an order of u-1001 with 5,000 cents, and calls of another user or with none
+    order = DemoOrderFactory(user_id="u-1001", amount_cents=5_000)
+    of_owner = make_context(session=SessionClaims(tenant_id=1, agent_id=1, subject="u-1001"))
+    of_other = make_context(session=SessionClaims(tenant_id=1, agent_id=1, subject="u-2002"))
+    arguments = {"order_id": order.order_id, "user_id": "u-1001"}
+
+    # when
+    owner_sees = refundable_cents(arguments, of_owner)
+    other_sees = refundable_cents(arguments, of_other)
+
+    # then: a user_id in the arguments does not let another user's call read the order
+    assert owner_sees is not None and owner_sees.maximum == 5_000
+    assert other_sees is None
+    assert refundable_cents({"user_id": "u-1001"}, of_owner) is None
