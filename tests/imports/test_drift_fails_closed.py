@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from apps.audit.models import AuditEvent
 from apps.catalog.models import DriftFinding
 from apps.imports.drift import Pin, drifts_of
+from apps.imports.tasks import upstream_sync_task
 from apps.tenancy.services import agent_key_issue
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import upstream_save
@@ -132,3 +133,18 @@ def test_a_tool_that_cannot_be_compared_is_reported_and_the_others_are_compared(
     assert [(d.kind, d.upstream_tool) for d in comparison.drifts] == [("description", "fine")]
     assert [u.upstream_tool for u in comparison.uncompared] == ["broken"]
     assert "cannot be read" in comparison.uncompared[0].problem
+
+
+def test_the_beat_jobs_check_of_a_hostile_listing_completes_and_suspends(
+    api, shipping, django_capture_on_commit_callbacks
+):
+    # given
+    shipping.change_tool("track_shipment", description=HOSTILE, annotations=FLIPPED)
+
+    # when: the worker's task, as beat enqueues it
+    with django_capture_on_commit_callbacks(execute=True):
+        recorded = upstream_sync_task(Upstream.objects.get(name="shipping").pk)
+
+    # then
+    assert recorded == 2
+    assert status_of(api, "track_shipment", "c1", {"shipment_id": "s-1"}) == ("error", "unavailable")
