@@ -16,6 +16,8 @@ What a document holds, and what applying it means:
   creates and updates them, never deletes one.
 - `toolsets`, `grants`, `policies`: when a section is present it is the whole truth for the
   tenant (what it does not list is deleted); when it is absent, that kind is left alone.
+  `grants` holds the grants of the tenant's own tools: shared tools are granted by the
+  platform only, in its document.
 
 The platform's part (shared tools, platform upstreams, tenants and agents, grants of shared
 tools) is a document of its own, of `kind: platform` (platform.py).

@@ -318,6 +318,12 @@ class CatalogPlanner:
             seen.add(key)
             if not self.known(grant["tool"], f"{path}.tool"):
                 continue
+            if grant["tool"] in self.context.shared_tools:
+                self.problems.append(Problem(
+                    f"{path}.tool", f"{grant['tool']} is a shared tool: only the platform grants it, in the "
+                    "platform's file (catalog_export --platform).",
+                ))
+                continue
             if grant["agent"] is not None and grant["agent"] not in self.context.agents:
                 self.problems.append(Problem(
                     f"{path}.agent", f"this tenant has no agent named {grant['agent']!r}; create it first "

@@ -22,7 +22,10 @@ def tenant_catalog_snapshot(*, tenant: Tenant) -> tuple[dict[str, Any], Context]
         Tool.objects.filter(tenant=tenant).select_related("replaced_by").prefetch_related("versions")
     )
     toolsets = Toolset.objects.filter(tenant=tenant).prefetch_related("tools", "phases__tools")
-    grants = Grant.objects.for_tenant(tenant).select_related("tool", "agent", "pinned_version")
+    # Grants of shared tools are the platform's to make: they are in the platform's document.
+    grants = Grant.objects.for_tenant(tenant).filter(tool__tenant=tenant).select_related(
+        "tool", "agent", "pinned_version"
+    )
     policies = TenantPolicy.objects.for_tenant(tenant).select_related("tool")
     upstreams = Upstream.objects.filter(tenant=tenant).select_related("credential")
     document = tenant_document(

@@ -145,3 +145,19 @@ def test_a_platform_file_holds_no_secret_and_names_no_tenant(demo_installation, 
     with pytest.raises(CommandError, match="drop --tenant"):
         apply(capsys, tmp_path, "platform.yaml", export(capsys, "--platform"), "--tenant", "demo")
     assert not Credential.objects.filter(name="orders-key", ciphertext="").exists()
+
+
+def test_a_tenants_file_holds_no_grant_of_a_shared_tool_and_cannot_make_one(demo_installation, capsys,
+                                                                            tmp_path):
+    # given: the demo's file, and the same file granting itself the shared refund_payment
+    exported = export(capsys, "--tenant", "demo")
+    document = yaml.safe_load(exported)
+    assert "refund_payment" not in {grant["tool"] for grant in document["grants"]}
+    document["grants"].append({"tool": "refund_payment", "agent": None, "pinned_version": None})
+    grants_before = installation()["grants"]
+
+    # when / then: refused, and the platform's grant of it stays
+    with pytest.raises(CommandError, match="refund_payment is a shared tool: only the platform grants it"):
+        apply(capsys, tmp_path, "demo.yaml", yaml.safe_dump(document))
+    apply(capsys, tmp_path, "demo.yaml", exported)
+    assert installation()["grants"] == grants_before
