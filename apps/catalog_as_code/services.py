@@ -170,7 +170,7 @@ def _toolset_delete(step: ToolsetDelete, tenant: Tenant | None, actor: str, note
         toolset_delete(toolset=toolset, actor=actor)
 
 
-def _grant_save(step: GrantSave, tenant: Tenant, actor: str, note: str) -> None:
+def _save_grant(step: GrantSave | SharedGrantSave, tenant: Tenant, actor: str, *, by_platform: bool) -> None:
     tool, agent = _tool(tenant, step.tool), _agent(tenant, step.agent)
     grant = grant_by_tool_and_agent(tenant=tenant, tool=tool, agent=agent) or Grant(
         tenant=tenant, agent=agent, tool=tool
@@ -180,7 +180,12 @@ def _grant_save(step: GrantSave, tenant: Tenant, actor: str, note: str) -> None:
         grant.pinned_version = version_by_number(tool=tool, number=step.pinned_version)
         if grant.pinned_version is None:
             raise ValidationError({"pinned_version": f"{step.tool} has no version {step.pinned_version}."})
-    grant_save(grant=grant, actor=actor)
+    grant_save(grant=grant, actor=actor, by_platform=by_platform)
+
+
+def _grant_save(step: GrantSave, tenant: Tenant, actor: str, note: str) -> None:
+    # A tenant's file speaks for the tenant: it cannot grant (or re-pin) a shared tool.
+    _save_grant(step, tenant, actor, by_platform=False)
 
 
 def _grant_delete(step: GrantDelete, tenant: Tenant, actor: str, note: str) -> None:
@@ -239,8 +244,8 @@ def _upstream_save(step: UpstreamSave, tenant: Tenant | None, actor: str, note: 
 
 
 def _shared_grant_save(step: SharedGrantSave, tenant: None, actor: str, note: str) -> None:
-    _grant_save(GrantSave(path=step.path, text=step.text, tools=step.tools, tool=step.tool, agent=step.agent,
-                          pinned_version=step.pinned_version), _tenant(step.tenant), actor, note)
+    # The platform's file speaks for the platform, which alone grants shared tools.
+    _save_grant(step, _tenant(step.tenant), actor, by_platform=True)
 
 
 def _shared_grant_delete(step: SharedGrantDelete, tenant: None, actor: str, note: str) -> None:

@@ -10,6 +10,7 @@ from django.utils.text import Truncator
 
 from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.selectors import tool_visible_by_name
+from apps.common.builtin_tools import BUILTIN_TOOL_NAMES
 from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
@@ -112,7 +113,10 @@ def version_latest(*, tool: Tool) -> ToolVersion:
 
 
 def tool_name_is_free(*, tenant: Tenant, name: str) -> bool:
-    """Whether a new tool of the tenant may take `name` (not the tenant's, nor a shared one)."""
+    """Whether a new tool of the tenant may take `name` (not the tenant's, nor a shared one,
+    nor a built-in tool's)."""
+    if name in BUILTIN_TOOL_NAMES:
+        return False
     return tool_visible_by_name(tenant=tenant, name=name) is None and not Tool.objects.filter(
         name=name, tenant__isnull=True
     ).exists()
