@@ -12,12 +12,16 @@ import environ
 
 from apps.common.logs import logging_config_from_env
 
+from .env_files import load_env_files
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# The environment wins, then what `make run` derived (var/run.env), then .env: a command in a
+# second shell sees the settings the running demo sees (toolhub/settings/env_files.py).
+load_env_files(BASE_DIR)
 # Where the zero-service defaults keep their files: SQLite, the filesystem broker, beat's
-# schedule, collected static files (and `make run`'s file cache).
+# schedule, collected static files (and `make run`'s file cache and run.env).
 VAR_DIR = Path(env.str("TOOLHUB_VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
