@@ -17,7 +17,7 @@ from apps.tenancy.services import agent_key_issue
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import upstream_save
 from tests.gateway.conftest import invoke
-from tests.imports.conftest import import_mcp, sync_upstreams
+from tests.imports.conftest import import_mcp, sync_upstreams, sync_upstreams_unreached
 from tests.mcp_upstream import free_port
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,7 @@ def test_an_unreached_server_suspends_the_tools_it_could_not_compare(
 
     # when
     with django_capture_on_commit_callbacks(execute=True):
-        printed = sync_upstreams("--upstream", "shipping")
+        printed = sync_upstreams_unreached("--upstream", "shipping")
 
     # then: one finding per published tool says the check was incomplete, and why
     incomplete = DriftFinding.objects.filter(kind="incomplete").order_by("upstream_tool")
@@ -109,7 +109,7 @@ def test_an_unreached_server_suspends_nothing_where_suspension_is_off(agent, shi
     upstream_save(upstream=upstream, actor="test")
 
     # when
-    printed = sync_upstreams("--upstream", "shipping")
+    printed = sync_upstreams_unreached("--upstream", "shipping")
 
     # then
     assert "not reached, nothing compared" in printed
