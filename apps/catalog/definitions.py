@@ -81,6 +81,13 @@ _RULE_SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {"tool": {"type": "string"}, "hint": _HINT},
         "required": ["tool"],
     },
+    # `field` may be at most a limit read from the outside world before the rules run, by the
+    # registered state reader `reader` (apps/gateway/state.py): what is left to refund, say.
+    "state_limit": {
+        "properties": {"field": {"type": "string"}, "reader": {"type": "string", "minLength": 1},
+                       "hint": _HINT},
+        "required": ["field", "reader"],
+    },
     "custom": {
         "properties": {"callable": {"type": "string"}, "hint": _HINT},
         "required": ["callable"],
@@ -379,7 +386,7 @@ def _referenced_fields(normalizers: Any, bindings: Any, rules: Any, approval: An
     if isinstance(rules, list):
         for rule in rules:
             if isinstance(rule, dict):
-                fields |= {rule[k] for k in ("start", "end") if isinstance(rule.get(k), str)}
+                fields |= {rule[k] for k in ("start", "end", "field") if isinstance(rule.get(k), str)}
     if isinstance(approval, dict) and isinstance(approval.get("field"), str):
         fields.add(approval["field"])
     return fields

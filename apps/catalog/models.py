@@ -319,6 +319,9 @@ class DriftKind(models.TextChoices):
     ANNOTATIONS = "annotations", "annotations changed"
     REMOVED = "removed", "tool removed"
     ADDED = "added", "tool added"
+    # Not a change: the check could not compare the tool (server not reached, a listing that
+    # cannot be read, a finding that could not be stored). It suspends like a drift.
+    INCOMPLETE = "incomplete", "check incomplete"
 
 
 class DriftFinding(TenantOwnedModel):
@@ -344,7 +347,11 @@ class DriftFinding(TenantOwnedModel):
         default=dict, blank=True, help_text="The definition the version was made from ({} for an added tool)."
     )
     current = models.JSONField(
-        default=dict, blank=True, help_text="What the server lists now ({} for a removed tool)."
+        default=dict, blank=True, help_text="What the server lists now ({} for a removed tool, or when "
+        "the check was incomplete). Text the database cannot hold (NUL) is kept escaped, as \\u0000."
+    )
+    problem = models.TextField(
+        blank=True, help_text="Why the check could not compare the tool (a finding of kind check incomplete)."
     )
     fingerprint = models.CharField(
         max_length=80, help_text="Digest of the part that differs, before and now: the same drift, "

@@ -13,7 +13,7 @@ from apps.common.egress import egress_policy
 from apps.upstreams.selectors import upstream_label
 
 from .lint import Deployment, Finding, ToolDefinition, lint_tool, lint_toolset, sorted_findings
-from .models import DriftFinding, Tool, Toolset, ToolVersion, VersionStatus
+from .models import DriftFinding, DriftKind, Tool, Toolset, ToolVersion, VersionStatus
 from .previews import token_estimator
 
 
@@ -177,14 +177,18 @@ def version_by_number(*, tool: Tool, number: int) -> ToolVersion | None:
     return ToolVersion.objects.select_related("tool").filter(tool=tool, number=number).first()
 
 
-def tools_suspended_by_drift(*, tenant_id: int) -> set[int]:
+def tools_suspended_by_drift(*, tenant_id: int) -> dict[int, bool]:
     """Ids of the tenant's tools with an open drift finding on an upstream that suspends drifted
-    tools: calls to them are refused until the finding is reviewed."""
-    return set(
+    tools (calls to them are refused until the finding is reviewed), each with whether a change
+    was found (False when every open finding says only that the check could not compare it)."""
+    suspended: dict[int, bool] = {}
+    for tool_id, kind in (
         DriftFinding.objects.for_tenant(tenant_id)
         .filter(reviewed_at__isnull=True, tool__isnull=False, upstream__suspend_drifted_tools=True)
-        .values_list("tool_id", flat=True)
-    )
+        .values_list("tool_id", "kind")
+    ):
+        suspended[tool_id] = suspended.get(tool_id, False) or kind != DriftKind.INCOMPLETE
+    return suspended
 
 
 def with_open_drift(tools: QuerySet[Tool]) -> QuerySet[Tool]:

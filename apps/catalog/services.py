@@ -6,7 +6,7 @@ committed (apps/common/catalog_generation.py)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -17,7 +17,7 @@ from django.utils import timezone
 from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
-from .models import DriftFinding, Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from .models import DriftFinding, DriftKind, Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .selectors import version_findings
 
 # What a curator writes in a draft; number, status and timestamps are the services' job.
@@ -289,17 +289,22 @@ def drift_finding_record(*, finding: DriftFinding, actor: str) -> DriftFinding |
     of the same change with another fingerprint (the server changed it again) is updated;
     otherwise `finding` is saved. Writes the finding and an audit event (`drift_finding.detect`
     or `.update`) and invalidates the catalog caches (an open finding may suspend the tool);
-    returns the finding written, None when it was known.
+    returns the finding written, None when it was known. An incomplete check is known only
+    while its finding is open: one a curator reviewed does not keep an uncompared tool serving
+    the next time the check cannot compare it.
     """
     same_change = DriftFinding.objects.for_tenant(finding.tenant_id).filter(
         upstream=finding.upstream, upstream_tool=finding.upstream_tool, kind=finding.kind
     )
+    known = same_change.filter(fingerprint=finding.fingerprint)
+    if finding.kind == DriftKind.INCOMPLETE:
+        known = known.filter(reviewed_at__isnull=True)
     with transaction.atomic():
-        if same_change.filter(fingerprint=finding.fingerprint).exists():
+        if known.exists():
             return None
         still_open = same_change.select_for_update().filter(reviewed_at__isnull=True).first()
         if still_open is not None:
-            for field in ("tool", "version", "pinned", "current", "fingerprint", "detected_at"):
+            for field in ("tool", "version", "pinned", "current", "problem", "fingerprint", "detected_at"):
                 setattr(still_open, field, getattr(finding, field))
             written, action = still_open, "drift_finding.update"
         else:
@@ -313,6 +318,31 @@ def drift_finding_record(*, finding: DriftFinding, actor: str) -> DriftFinding |
                      data=_finding_data(written))
         catalog_changed()
     return written
+
+
+def drift_findings_close_incomplete(
+    *, tenant_id: int, upstream_id: int, upstream_tools: Collection[str], actor: str
+) -> int:
+    """Close the open incomplete-check findings of `upstream_tools` of `upstream_id`, which a
+    later check has now compared (what it found, if anything, is a finding of its own). Writes
+    each review and a `drift_finding.review` audit event; invalidates the catalog caches.
+    Returns how many were closed."""
+    with transaction.atomic():
+        closing = list(
+            DriftFinding.objects.for_tenant(tenant_id).select_for_update(of=("self",)).filter(
+                upstream_id=upstream_id, upstream_tool__in=list(upstream_tools), kind=DriftKind.INCOMPLETE,
+                reviewed_at__isnull=True,
+            ).select_related("upstream", "tool", "version")
+        )
+        note = "A later check compared the tool."
+        for finding in closing:
+            finding.reviewed_at, finding.reviewed_by, finding.review_note = timezone.now(), actor, note
+            finding.save(update_fields=["reviewed_at", "reviewed_by", "review_note", "updated_at"])
+            audit_record(tenant_id=tenant_id, actor=actor, action="drift_finding.review", target=finding,
+                         note=note, data=_finding_data(finding))
+        if closing:
+            catalog_changed()
+    return len(closing)
 
 
 def drift_finding_review(*, finding: DriftFinding, actor: str, note: str = "") -> DriftFinding:

@@ -12,14 +12,20 @@ What a document holds, and what applying it means:
   forward (publish, deprecate, retire). A published version never changes: a changed
   definition becomes a new draft, published if the document says so. Apply never deletes a
   tool or a version.
+- `upstreams`: the tenant's upstreams, never a credential's value (upstreams.py). Apply
+  creates and updates them, never deletes one.
 - `toolsets`, `grants`, `policies`: when a section is present it is the whole truth for the
   tenant (what it does not list is deleted); when it is absent, that kind is left alone.
+  `grants` holds the grants of the tenant's own tools: shared tools are granted by the
+  platform only, in its document.
+
+The platform's part (shared tools, platform upstreams, tenants and agents, grants of shared
+tools) is a document of its own, of `kind: platform` (platform.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -28,6 +34,9 @@ from django.db import models
 
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.tenancy.models import TenantPolicy
+
+from .checks import DocumentError, Problem, expect, problems_of, unknown_keys
+from .upstreams import check_upstreams, upstreams_section
 
 FORMAT = 1
 # Everything a version's document entry holds besides its number and status.
@@ -40,7 +49,9 @@ POLICY_FIELDS = (
     "daily_quota_per_subject", "rate_limit_per_minute", "requires_approval", "rule_overrides",
     "task_call_budget",
 )
-SECTIONS = ("tools", "toolsets", "grants", "policies")
+SECTIONS = ("tools", "toolsets", "upstreams", "grants", "policies")
+# The `kind` of the platform's document (platform.py); a tenant's document has none.
+PLATFORM_KIND = "platform"
 _JSON_FIELDS = frozenset(
     f.name for f in ToolVersion._meta.get_fields() if f.get_internal_type() == "JSONField"
 )
@@ -66,35 +77,46 @@ def version_entry(version: ToolVersion) -> dict[str, Any]:
     }
 
 
+def tools_section(tools: Iterable[Tool]) -> dict[str, Any]:
+    """Tools by name, each with its versions (prefetched) by number."""
+    return {
+        tool.name: {
+            "summary": tool.summary,
+            "replaced_by": tool.replaced_by.name if tool.replaced_by is not None else None,
+            "versions": [version_entry(v) for v in sorted(tool.versions.all(), key=lambda v: v.number)],
+        }
+        for tool in sorted(tools, key=lambda t: t.name)
+    }
+
+
+def toolsets_section(toolsets: Iterable[Toolset]) -> dict[str, Any]:
+    """Toolsets by name, with their tools and phases (prefetched)."""
+    return {
+        toolset.name: {
+            "description": toolset.description,
+            "tools": sorted(t.name for t in toolset.tools.all()),
+            "phases": {
+                phase.name: sorted(t.name for t in phase.tools.all())
+                for phase in sorted(toolset.phases.all(), key=lambda p: p.name)
+            },
+        }
+        for toolset in sorted(toolsets, key=lambda s: s.name)
+    }
+
+
 def tenant_document(
-    *, tenant_slug: str, tools: Iterable[Tool], toolsets: Iterable[Toolset],
+    *, tenant_slug: str, tools: Iterable[Tool], toolsets: Iterable[Toolset], upstreams: Iterable[Any],
     grants: Iterable[Any], policies: Iterable[Any],
 ) -> dict[str, Any]:
     """The document of one tenant's catalog. Expects tools with `versions` and toolsets with
-    `tools` and `phases__tools` prefetched, grants and policies with their tool, agent and
-    pinned version selected."""
+    `tools` and `phases__tools` prefetched, upstreams with their credential, grants and
+    policies with their tool, agent and pinned version selected."""
     return {
         "format": FORMAT,
         "tenant": tenant_slug,
-        "tools": {
-            tool.name: {
-                "summary": tool.summary,
-                "replaced_by": tool.replaced_by.name if tool.replaced_by is not None else None,
-                "versions": [version_entry(v) for v in sorted(tool.versions.all(), key=lambda v: v.number)],
-            }
-            for tool in sorted(tools, key=lambda t: t.name)
-        },
-        "toolsets": {
-            toolset.name: {
-                "description": toolset.description,
-                "tools": sorted(t.name for t in toolset.tools.all()),
-                "phases": {
-                    phase.name: sorted(t.name for t in phase.tools.all())
-                    for phase in sorted(toolset.phases.all(), key=lambda p: p.name)
-                },
-            }
-            for toolset in sorted(toolsets, key=lambda s: s.name)
-        },
+        "tools": tools_section(tools),
+        "toolsets": toolsets_section(toolsets),
+        "upstreams": upstreams_section(upstreams),
         "grants": sorted(
             (
                 {
@@ -144,58 +166,25 @@ HEADER = (
 )
 
 
+PLATFORM_HEADER = (
+    "# ToolHub platform catalog: shared tools, shared toolsets, platform upstreams (credential\n"
+    "# names, never values), tenants and their agents (never keys), grants of shared tools.\n"
+    "# Apply it before the tenants' files:\n"
+    "#   manage.py catalog_apply FILE --plan\n"
+)
+
+
 def document_yaml(document: Mapping[str, Any]) -> str:
     body = yaml.dump(
         dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=float("inf"),
         default_flow_style=False,
     )
+    if document.get("kind") == PLATFORM_KIND:
+        return PLATFORM_HEADER + body
     return HEADER.format(slug=document["tenant"]) + body
 
 
 # --- YAML → checked document ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why a document cannot be applied, at the YAML path of the offending value."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-class DocumentError(Exception):
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
-
-
-def problems_of(path: str, error: ValidationError) -> list[Problem]:
-    """A model or service ValidationError as problems, each field under `path`."""
-    if hasattr(error, "error_dict"):
-        return [
-            Problem(path if name == "__all__" else f"{path}.{name}", message)
-            for name, messages in error.message_dict.items()
-            for message in messages
-        ]
-    return [Problem(path, message) for message in error.messages]
-
-
-def _expect(value: Any, kind: type, path: str, what: str, problems: list[Problem]) -> bool:
-    if isinstance(value, kind):
-        return True
-    problems.append(Problem(path, f"expected {what}, found {type(value).__name__}: {value!r}."))
-    return False
-
-
-def _unknown_keys(
-    entry: Mapping[str, Any], allowed: Iterable[str], path: str, problems: list[Problem]
-) -> None:
-    allowed = tuple(allowed)
-    for key in sorted(set(entry) - set(allowed), key=str):
-        problems.append(Problem(f"{path}.{key}", f"unknown key; allowed: {', '.join(allowed)}."))
 
 
 def _model_field(model: type[models.Model], name: str) -> models.Field:
@@ -218,9 +207,9 @@ def _field_value(model: type[models.Model], name: str, value: Any, path: str, pr
 
 
 def _check_version(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not _expect(raw, dict, path, "a mapping (a version)", problems):
+    if not expect(raw, dict, path, "a mapping (a version)", problems):
         return None
-    _unknown_keys(raw, ("number", "status", *VERSION_FIELDS), path, problems)
+    unknown_keys(raw, ("number", "status", *VERSION_FIELDS), path, problems)
     number, status = raw.get("number"), raw.get("status", VersionStatus.DRAFT)
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         problems.append(Problem(f"{path}.number", f"expected a version number (1, 2, …), found {number!r}."))
@@ -239,14 +228,14 @@ def _check_version(raw: Any, path: str, problems: list[Problem]) -> dict[str, An
 
 
 def _check_tool(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not _expect(raw, dict, path, "a mapping (a tool)", problems):
+    if not expect(raw, dict, path, "a mapping (a tool)", problems):
         return None
-    _unknown_keys(raw, ("summary", "replaced_by", "versions"), path, problems)
+    unknown_keys(raw, ("summary", "replaced_by", "versions"), path, problems)
     summary, replaced_by = raw.get("summary") or "", raw.get("replaced_by")
     versions = raw.get("versions") or []
-    ok = _expect(summary, str, f"{path}.summary", "text", problems)
-    ok &= replaced_by is None or _expect(replaced_by, str, f"{path}.replaced_by", "a tool name", problems)
-    ok &= _expect(versions, list, f"{path}.versions", "a list of versions", problems)
+    ok = expect(summary, str, f"{path}.summary", "text", problems)
+    ok &= replaced_by is None or expect(replaced_by, str, f"{path}.replaced_by", "a tool name", problems)
+    ok &= expect(versions, list, f"{path}.versions", "a list of versions", problems)
     if not ok:
         return None
     checked = [_check_version(v, f"{path}.versions[{i}]", problems) for i, v in enumerate(versions)]
@@ -257,20 +246,20 @@ def _check_tool(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] 
 
 
 def _check_names(raw: Any, path: str, problems: list[Problem]) -> list[str] | None:
-    if not _expect(raw, list, path, "a list of tool names", problems):
+    if not expect(raw, list, path, "a list of tool names", problems):
         return None
-    names = [n for i, n in enumerate(raw) if _expect(n, str, f"{path}[{i}]", "a tool name", problems)]
+    names = [n for i, n in enumerate(raw) if expect(n, str, f"{path}[{i}]", "a tool name", problems)]
     return sorted(set(names))
 
 
 def _check_toolset(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not _expect(raw, dict, path, "a mapping (a toolset)", problems):
+    if not expect(raw, dict, path, "a mapping (a toolset)", problems):
         return None
-    _unknown_keys(raw, ("description", "tools", "phases"), path, problems)
+    unknown_keys(raw, ("description", "tools", "phases"), path, problems)
     description, phases = raw.get("description") or "", raw.get("phases") or {}
     tools = _check_names(raw.get("tools") or [], f"{path}.tools", problems)
-    if not (_expect(description, str, f"{path}.description", "text", problems)
-            and _expect(phases, dict, f"{path}.phases", "a mapping of phase → tool names", problems)):
+    if not (expect(description, str, f"{path}.description", "text", problems)
+            and expect(phases, dict, f"{path}.phases", "a mapping of phase → tool names", problems)):
         return None
     checked = {str(name): _check_names(names or [], f"{path}.phases.{name}", problems)
                for name, names in phases.items()}
@@ -279,13 +268,13 @@ def _check_toolset(raw: Any, path: str, problems: list[Problem]) -> dict[str, An
     return {"description": description, "tools": tools, "phases": dict(sorted(checked.items()))}
 
 
-def _check_list(raw: Any, path: str, keys: tuple[str, ...], problems: list[Problem]) -> list[dict[str, Any]]:
-    if not _expect(raw, list, path, "a list", problems):
+def check_list(raw: Any, path: str, keys: tuple[str, ...], problems: list[Problem]) -> list[dict[str, Any]]:
+    if not expect(raw, list, path, "a list", problems):
         return []
     entries = []
     for i, entry in enumerate(raw):
-        if _expect(entry, dict, f"{path}[{i}]", "a mapping", problems):
-            _unknown_keys(entry, keys, f"{path}[{i}]", problems)
+        if expect(entry, dict, f"{path}[{i}]", "a mapping", problems):
+            unknown_keys(entry, keys, f"{path}[{i}]", problems)
             entries.append({"_path": f"{path}[{i}]", **{k: entry.get(k) for k in keys}})
     return entries
 
@@ -294,11 +283,11 @@ def _check_reference(
     entry: dict[str, Any], name: str, kind: type, what: str, problems: list[Problem]
 ) -> bool:
     value = entry[name]
-    return value is None or _expect(value, kind, f"{entry['_path']}.{name}", what, problems)
+    return value is None or expect(value, kind, f"{entry['_path']}.{name}", what, problems)
 
 
-def _check_grant(entry: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
-    ok = _expect(entry["tool"], str, f"{entry['_path']}.tool", "a tool name", problems)
+def check_grant(entry: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
+    ok = expect(entry["tool"], str, f"{entry['_path']}.tool", "a tool name", problems)
     ok &= _check_reference(entry, "agent", str, "an agent name, or null for every agent", problems)
     ok &= _check_reference(entry, "pinned_version", int, "a version number, or null for the latest", problems)
     return entry if ok else None
@@ -317,33 +306,61 @@ def _check_policy(entry: dict[str, Any], problems: list[Problem]) -> dict[str, A
     return checked
 
 
-def document_from_yaml(text: str) -> dict[str, Any]:
-    """The checked, normalized document in `text` (defaults filled in, values as the models
-    store them). Raises DocumentError listing every problem with its path."""
+def yaml_mapping(text: str) -> Any:
+    """The YAML in `text`, parsed. Raises DocumentError when it is not YAML."""
     try:
-        raw = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise DocumentError([Problem("", f"not valid YAML: {error}")]) from error
+
+
+def check_tools(raw: Any, problems: list[Problem]) -> dict[str, Any] | None:
+    """The `tools` section checked, or None when it is not a mapping (a problem says so)."""
+    if not expect(raw, dict, "tools", "a mapping of tool name → tool", problems):
+        return None
+    tools = {str(n): _check_tool(t, f"tools.{n}", problems) for n, t in raw.items()}
+    return {n: t for n, t in sorted(tools.items()) if t is not None}
+
+
+def check_toolsets(raw: Any, problems: list[Problem]) -> dict[str, Any] | None:
+    if not expect(raw, dict, "toolsets", "a mapping of toolset name → toolset", problems):
+        return None
+    toolsets = {str(n): _check_toolset(s, f"toolsets.{n}", problems) for n, s in raw.items()}
+    return {n: s for n, s in sorted(toolsets.items()) if s is not None}
+
+
+def check_catalog_sections(raw: Mapping[str, Any], document: dict[str, Any], problems: list[Problem]) -> None:
+    """The format, and the sections every catalog document may hold (tools, toolsets,
+    upstreams), checked into `document`."""
+    if raw.get("format", FORMAT) != FORMAT:
+        problems.append(Problem("format", f"this ToolHub reads format {FORMAT}, not {raw['format']!r}."))
+    if "tools" in raw and (tools := check_tools(raw["tools"], problems)) is not None:
+        document["tools"] = tools
+    if "toolsets" in raw and (toolsets := check_toolsets(raw["toolsets"], problems)) is not None:
+        document["toolsets"] = toolsets
+    if "upstreams" in raw and (upstreams := check_upstreams(raw["upstreams"], problems)) is not None:
+        document["upstreams"] = upstreams
+
+
+def document_from_yaml(text: str) -> dict[str, Any]:
+    """The checked, normalized document of a tenant in `text` (defaults filled in, values as
+    the models store them). Raises DocumentError listing every problem with its path."""
+    return tenant_document_checked(yaml_mapping(text))
+
+
+def tenant_document_checked(raw: Any) -> dict[str, Any]:
+    """A tenant's parsed document, checked and normalized. Raises DocumentError."""
     problems: list[Problem] = []
     if not isinstance(raw, dict):
         raise DocumentError([Problem("", f"expected a mapping with tenant, {', '.join(SECTIONS)}.")])
-    _unknown_keys(raw, ("format", "tenant", *SECTIONS), "", problems)
-    if raw.get("format", FORMAT) != FORMAT:
-        problems.append(Problem("format", f"this ToolHub reads format {FORMAT}, not {raw['format']!r}."))
+    unknown_keys(raw, ("format", "tenant", *SECTIONS), "", problems)
     document: dict[str, Any] = {"format": FORMAT, "tenant": raw.get("tenant")}
-    if "tools" in raw and _expect(raw["tools"], dict, "tools", "a mapping of tool name → tool", problems):
-        tools = {str(n): _check_tool(t, f"tools.{n}", problems) for n, t in raw["tools"].items()}
-        document["tools"] = {n: t for n, t in sorted(tools.items()) if t is not None}
-    if "toolsets" in raw and _expect(
-        raw["toolsets"], dict, "toolsets", "a mapping of toolset name → toolset", problems
-    ):
-        toolsets = {str(n): _check_toolset(s, f"toolsets.{n}", problems) for n, s in raw["toolsets"].items()}
-        document["toolsets"] = {n: s for n, s in sorted(toolsets.items()) if s is not None}
+    check_catalog_sections(raw, document, problems)
     if "grants" in raw:
-        grants = _check_list(raw["grants"], "grants", ("tool", "agent", "pinned_version"), problems)
-        document["grants"] = [g for g in grants if _check_grant(g, problems)]
+        grants = check_list(raw["grants"], "grants", ("tool", "agent", "pinned_version"), problems)
+        document["grants"] = [g for g in grants if check_grant(g, problems)]
     if "policies" in raw:
-        policies = _check_list(raw["policies"], "policies", ("tool", *POLICY_FIELDS), problems)
+        policies = check_list(raw["policies"], "policies", ("tool", *POLICY_FIELDS), problems)
         document["policies"] = [p for p in (_check_policy(e, problems) for e in policies) if p]
     if problems:
         raise DocumentError(problems)

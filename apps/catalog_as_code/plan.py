@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .document import POLICY_FIELDS, PROMISE_FIELDS, VERSION_FIELDS, Problem, grant_key
+from .upstreams import UPSTREAM_FIELDS
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,14 @@ class StatusChange(Step):
     tool: str = ""
     number: int = 0
     to: str = ""
+
+
+@dataclass(frozen=True)
+class UpstreamSave(Step):
+    name: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    # name, kind, field of the credential it sends; None for none
+    credential: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -136,7 +145,10 @@ def _content(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {f: entry[f] for f in VERSION_FIELDS}
 
 
-class _Planner:
+class CatalogPlanner:
+    """Plans one catalog's tools, versions, toolsets, grants and policies: a tenant's, or the
+    shared one (platform_plan.py)."""
+
     def __init__(self, current: Mapping[str, Any], context: Context) -> None:
         self.current = current
         self.context = context
@@ -252,6 +264,28 @@ class _Planner:
                 text=f"> {tool} v{number}: {_VERBS[to]}",
             ))
 
+    def upstreams(self, wanted: Mapping[str, Any], *, into: list[Step]) -> None:
+        current = self.current["upstreams"]
+        for name, upstream in wanted.items():
+            stored = current.get(name)
+            if stored == upstream:
+                continue
+            credential = upstream["credential"]
+            text = f"{'~' if stored else '+'} upstream {name}"
+            if credential is not None and (stored is None or stored["credential"] != credential):
+                text += f" (credential {credential['name']}: its value is never in a file)"
+            into.append(UpstreamSave(
+                path=f"upstreams.{name}", text=text, name=name,
+                settings={k: upstream[k] for k in UPSTREAM_FIELDS}, credential=credential,
+            ))
+        for name in sorted(set(current) - set(wanted)):
+            self.notes.append(f"upstreams.{name}: not in the file; left as it is (apply never deletes "
+                              "upstreams).")
+
+    def untouched_tools(self, wanted: Mapping[str, Any]) -> None:
+        for name in sorted(set(self.current["tools"]) - set(wanted.get("tools", self.current["tools"]))):
+            self.notes.append(f"tools.{name}: not in the file; left as it is (apply never deletes tools).")
+
     def toolsets(self, wanted: Mapping[str, Any]) -> None:
         current = self.current["toolsets"]
         for name in sorted(set(current) - set(wanted)):
@@ -283,6 +317,12 @@ class _Planner:
                 continue
             seen.add(key)
             if not self.known(grant["tool"], f"{path}.tool"):
+                continue
+            if grant["tool"] in self.context.shared_tools:
+                self.problems.append(Problem(
+                    f"{path}.tool", f"{grant['tool']} is a shared tool: only the platform grants it, in the "
+                    "platform's file (catalog_export --platform).",
+                ))
                 continue
             if grant["agent"] is not None and grant["agent"] not in self.context.agents:
                 self.problems.append(Problem(
@@ -349,10 +389,12 @@ class _Planner:
 def plan_document(*, wanted: Mapping[str, Any], current: Mapping[str, Any], context: Context) -> Plan:
     """The steps that make the tenant's catalog (`current`, as `tenant_document` gives it) say
     what `wanted` says, with what stops them (problems at YAML paths) and notes."""
-    planner = _Planner(current, context)
+    planner = CatalogPlanner(current, context)
+    upstreams: list[Step] = []
+    if "upstreams" in wanted:
+        planner.upstreams(wanted["upstreams"], into=upstreams)
     planner.tools(wanted.get("tools", {}))
-    for name in sorted(set(current["tools"]) - set(wanted.get("tools", current["tools"]))):
-        planner.notes.append(f"tools.{name}: not in the file; left as it is (apply never deletes tools).")
+    planner.untouched_tools(wanted)
     if "toolsets" in wanted:
         planner.toolsets(wanted["toolsets"])
     if "grants" in wanted:
@@ -360,6 +402,6 @@ def plan_document(*, wanted: Mapping[str, Any], current: Mapping[str, Any], cont
     if "policies" in wanted:
         planner.policies(wanted["policies"])
     return Plan(
-        steps=(*planner.steps, *planner.later, *planner.access), notes=tuple(planner.notes),
+        steps=(*upstreams, *planner.steps, *planner.later, *planner.access), notes=tuple(planner.notes),
         problems=tuple(planner.problems),
     )

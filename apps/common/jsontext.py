@@ -120,3 +120,28 @@ def first_hazard(value: Any, *, max_depth: int | None = None, exact_integers: bo
             elif found := value_hazard(child, exact_integers=exact_integers):
                 return replace(found, path=(*path, key))
     return None
+
+
+def printable_value(value: Any) -> Any:
+    """`value` with every string in it (keys too) made `printable`: what a database column or
+    an answer can hold, the NUL still visible as the text \\u0000. Without recursion."""
+    if isinstance(value, str):
+        return printable(value)
+    if not isinstance(value, dict | list):
+        return value
+    root: dict[str, Any] | list[Any] = {} if isinstance(value, dict) else []
+    stack: list[tuple[dict[str, Any] | list[Any], dict[str, Any] | list[Any]]] = [(value, root)]
+    while stack:
+        source, copy = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, child in items:
+            if isinstance(child, dict | list):
+                made: Any = {} if isinstance(child, dict) else []
+                stack.append((child, made))
+            else:
+                made = printable(child) if isinstance(child, str) else child
+            if isinstance(copy, dict):
+                copy[printable(str(key))] = made
+            else:
+                copy.append(made)
+    return root

@@ -4,5 +4,5 @@ the names sit below both."""
 
 # Rules the arguments alone can satisfy answer invalid_args; the others business_rule.
 ARGUMENT_RULES = ("date_order", "max_span")
-STATE_RULES = ("task_budget", "daily_quota", "requires_earlier_call", "custom")
+STATE_RULES = ("task_budget", "daily_quota", "requires_earlier_call", "state_limit", "custom")
 RULE_TYPES = ARGUMENT_RULES + STATE_RULES

@@ -7,5 +7,5 @@ class DemoShopConfig(AppConfig):
     verbose_name = "Demo shop"
 
     def ready(self) -> None:
-        # Registers the demo tools' python executors and reconcile hooks.
+        # Registers the demo tools' python executors, reconcile hooks and state readers.
         from . import tools  # noqa: F401

@@ -160,7 +160,11 @@ def triage_entry(agent: _Agent, task_id: str, wait_s: float) -> ScenarioResult:
 def pending_approval(agent: _Agent, task_id: str, wait_s: float) -> ScenarioResult:
     """A refund above the demo's approval threshold: it waits for an operator."""
     order, left = _order_with_most_left(above=REFUND_APPROVAL_ABOVE_CENTS)
-    amount = max(left, REFUND_APPROVAL_ABOVE_CENTS + 1)
+    if left <= REFUND_APPROVAL_ABOVE_CENTS:
+        # More than what is left is refused before any approval is asked for.
+        raise ScenarioFailed(f"No order of {USER} has more than {REFUND_APPROVAL_ABOVE_CENTS} cents left to "
+                             f"refund (the most is {left}): start from a fresh demo database.")
+    amount = left
     envelope = _refund(agent, task_id, amount, order)
     if envelope.get("status") != "pending_approval":
         answer = f"{envelope.get('status')} {envelope.get('kind', '')}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 from django.core.cache import cache
+from django.db.models import Sum
 
 from apps.common.errors import NotFoundError
 
@@ -41,6 +42,16 @@ def order_get_for_user(*, user_id: str, order_id: str) -> DemoOrder:
     if order is None:
         raise _order_not_found(order_id)
     return order
+
+
+def order_refundable_cents(*, user_id: str, order_id: str) -> tuple[DemoOrder, int] | None:
+    """The user's order and what is left to refund of it (its amount less its refunds); None
+    when it is missing or someone else's."""
+    order = DemoOrder.objects.filter(order_id=order_id, user_id=user_id).first()
+    if order is None:
+        return None
+    refunded = DemoRefund.objects.filter(order_id=order_id).aggregate(total=Sum("amount_cents"))["total"] or 0
+    return order, order.amount_cents - refunded
 
 
 def order_exists(*, order_id: str) -> bool:

@@ -143,8 +143,8 @@ REFUND_PAYMENT: dict[str, Any] = {
     "description": (
         "Refunds amount_cents of one of the current user's orders to their payment method, "
         "through the payments provider. The amount is in cents (1250 = 12.50) and at most what "
-        "is left to refund of the order (its amount less earlier refunds): the provider refuses "
-        "more and says how much is left. Look the order up first. Each call is a new refund: "
+        "is left to refund of the order (its amount less earlier refunds): more is refused at "
+        "once, saying how much is left. Look the order up first. Each call is a new refund: "
         "never call it again after a timeout or an unknown outcome, the outcome is being "
         "checked. A refund above 45000 cents waits for an operator's approval: tell the user "
         "it is pending. Does not cancel the order (use cancel_order)."
@@ -166,6 +166,9 @@ REFUND_PAYMENT: dict[str, Any] = {
         "status_path": "/refunds",
         "secret_ref": "DEMO_PAYMENTS_API_KEY",
     },
+    # Checked before the approval: an amount past what is left is refused at once, not queued
+    # for an operator who could only reject it.
+    "rules": [{"type": "state_limit", "field": "amount_cents", "reader": "demo_shop.refundable_cents"}],
     "approval": {"field": "amount_cents", "above": REFUND_APPROVAL_ABOVE_CENTS},
     "timeout_s": 3.0,
 }

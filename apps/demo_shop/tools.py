@@ -1,4 +1,4 @@
-"""The demo shop's `python` executors and reconcile hooks.
+"""The demo shop's `python` executors, reconcile hooks and state readers.
 
 Each takes an ExecutionRequest whose arguments the gateway already validated and
 normalized, with `user_id` filled from the session, and returns JSON-able data. Refusals
@@ -8,10 +8,12 @@ it runs through the http executor against the payments upstream (views.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
 from apps.common.errors import NotFoundError, ToolHubError
+from apps.gateway.contracts import CallContext, StateLimit
 from apps.gateway.executors.base import (
     ExecutionRejected,
     ExecutionRequest,
@@ -19,9 +21,10 @@ from apps.gateway.executors.base import (
     reconcile_callable,
     tool_callable,
 )
+from apps.gateway.state import state_reader
 
 from .models import DemoOrder, OrderStatus
-from .selectors import order_get_for_user, order_list_for_user
+from .selectors import order_get_for_user, order_list_for_user, order_refundable_cents
 from .services import order_cancel
 
 
@@ -55,6 +58,26 @@ def get_order(request: ExecutionRequest) -> dict[str, Any]:
     except ToolHubError as exc:
         raise ExecutionRejected(exc) from None
     return order_as_dict(order)
+
+
+@state_reader("demo_shop.refundable_cents")
+def refundable_cents(arguments: Mapping[str, Any], context: CallContext) -> StateLimit | None:
+    """refund_payment's limit: what is left to refund of the session user's order (the user
+    from the session, never from the arguments: no tool can learn another user's amounts
+    through it). The payments provider checks it again when it refunds (racing refunds)."""
+    order_id = arguments.get("order_id")
+    if context.session is None or not isinstance(order_id, str):
+        return None
+    found = order_refundable_cents(user_id=context.session.subject, order_id=order_id)
+    if found is None:
+        return None
+    order, left = found
+    if left <= 0:
+        return StateLimit(maximum=0, left=f"0 cents of order {order.order_id} are left to refund: it is "
+                                            f"already refunded in full ({order.amount_cents} cents)")
+    refunded = order.amount_cents - left
+    return StateLimit(maximum=left, left=f"{left} cents of order {order.order_id} are left to refund "
+                                         f"({refunded} of its {order.amount_cents} cents already refunded)")
 
 
 @tool_callable("demo_shop.cancel_order")

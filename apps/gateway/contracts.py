@@ -173,6 +173,25 @@ class TaskHistory:
 
 
 @dataclass(frozen=True)
+class StateLimit:
+    """A limit a state reader found for one call: `field` may be at most `maximum`. `left`
+    says what it is, as the refusal tells the model: "41764 cents of order ORD-000008 are
+    left to refund"."""
+
+    maximum: int | float
+    left: str
+
+
+@dataclass(frozen=True)
+class CallState:
+    """What the state readers a version's rules name read for one call, before the pure
+    state rules run: by reader name, a limit, or None when the reader found nothing to judge
+    (the executor answers then, e.g. not_found)."""
+
+    limits: Mapping[str, StateLimit | None] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
 class PreparedCall:
     """A call that passed the whole validation layer and may be executed."""
 

@@ -78,7 +78,7 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
             refused[tool.name] = _unavailable(tool, version)
             continue
         if tool.pk in suspended:
-            refused[tool.name] = _suspended(tool)
+            refused[tool.name] = _suspended(tool, changed=suspended[tool.pk])
             continue
         callable_[tool.name] = VersionSpec.from_model(version)
     # The built-in way out, for every agent; it wins over a catalog tool of the same name.
@@ -117,11 +117,17 @@ def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
     return UnavailableError(f"The tool {tool.name} is unavailable: {state}.", hint=hint)
 
 
-def _suspended(tool: Tool) -> UnavailableError:
+def _suspended(tool: Tool, *, changed: bool) -> UnavailableError:
+    why = (
+        "the server behind it changed the tool's definition since it was approved, and a curator "
+        "must review the change first" if changed else
+        "the last check could not compare the server's definition of it with the approved one, "
+        "and it stays suspended until a check does or a curator reviews it"
+    )
+    until = "a curator has reviewed the change" if changed else "its server has been checked"
     return UnavailableError(
-        f"The tool {tool.name} is suspended pending review: the server behind it changed the "
-        "tool's definition since it was approved, and a curator must review the change first.",
-        hint="Do not retry this tool: it stays unavailable until a curator has reviewed the change. "
+        f"The tool {tool.name} is suspended pending review: {why}.",
+        hint=f"Do not retry this tool: it stays unavailable until {until}. "
         "Tell the user it is unavailable for now, or use another tool.",
     )
 

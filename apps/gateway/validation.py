@@ -2,7 +2,9 @@
 
 Loads what the pure stages take (the agent's catalog, memoized per catalog generation; the
 call's context), runs `pipeline.validate_call`, reads the task's counters (one cache round
-trip), then `pipeline.admit_call`; a refusal after the counters were touched undoes them.
+trip) and, for a new call whose rules limit a field by state, that state (apps/gateway/state.py),
+then `pipeline.admit_call`; a refusal after the counters were touched undoes them. So a rule
+about state refuses a call before its ledger entry, and before any approval is asked for.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.sessions import SessionClaims
 
 from . import counters, metrics
-from .contracts import CallContext, InvokeOptions, PreparedCall, ToolCall
+from .contracts import CallContext, CallState, InvokeOptions, PreparedCall, ToolCall
 from .pipeline.rules import history_needed
 from .pipeline.validate import admit_call, validate_call
 from .selectors import agent_catalog
+from .state import read_call_state
 
 
 @metrics.timed(metrics.VALIDATION)
@@ -33,8 +36,9 @@ def prepare_call(
 ) -> PreparedCall:
     """Every check that can refuse a call before anything runs.
 
-    Reads only the catalog (memoized) and the task counters; raises the ToolHubError the
-    model should see. Counts the call for loop, budget and quota checks unless dry_run.
+    Reads only the catalog (memoized), the task counters and what the version's state
+    readers read; raises the ToolHubError the model should see. Counts the call for loop,
+    budget and quota checks unless dry_run.
     """
     catalog = agent_catalog(
         tenant_id=principal.tenant_id, agent_id=principal.agent_id, generation=principal.catalog_generation
@@ -63,10 +67,12 @@ def prepare_call(
         dry_run=options.dry_run,
     )
     try:
+        state = read_call_state(prepared, context) if sighting.first_sight else CallState()
         return admit_call(
             prepared,
             context=context,
             sighting=sighting,
+            state=state,
             default_rate_limit=settings.TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE,
             dry_run=options.dry_run,
         )

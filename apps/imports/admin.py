@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.catalog.admin_filters import ScopedToolFilter
-from apps.catalog.models import DriftFinding
+from apps.catalog.models import DriftFinding, DriftKind
 from apps.catalog.previews import definition_diff
 from apps.catalog.services import drift_finding_review
 from apps.common.admin import (
@@ -36,6 +36,8 @@ from .services import UNCHANGED
 from .sync import upstream_label_of
 
 NEW_DRAFT_PERMISSION = "catalog.add_toolversion"
+# Findings with no current definition to draft from.
+NO_DEFINITION = (DriftKind.REMOVED, DriftKind.INCOMPLETE)
 
 
 class ReviewFilter(admin.SimpleListFilter):
@@ -66,7 +68,7 @@ class DriftFindingAdmin(ObjectButtonsMixin, TenantScopedAdmin):
     ordering = ("-detected_at", "-pk")
     actions = ("mark_reviewed", "new_draft_from_upstream")
     fields = ("upstream_name", "upstream_tool", "kind", "tool_version", "owner", "created_at", "detected_at",
-              "reviewed_at", "reviewed_by", "review_note", "pinned_json", "current_json")
+              "problem", "reviewed_at", "reviewed_by", "review_note", "pinned_json", "current_json")
     readonly_fields = fields
 
     pinned_json = json_display("pinned", "pinned definition (what the published version was made from)")
@@ -126,7 +128,7 @@ class DriftFindingAdmin(ObjectButtonsMixin, TenantScopedAdmin):
             return []
         buttons = [ObjectButton("review", "Mark reviewed", text_field="note",
                                 text_placeholder="note (audit log)")]
-        if obj.kind != "removed" and request.user.has_perm(NEW_DRAFT_PERMISSION):
+        if obj.kind not in NO_DEFINITION and request.user.has_perm(NEW_DRAFT_PERMISSION):
             buttons.append(ObjectButton("new-draft", "New draft from upstream"))
         return buttons
 

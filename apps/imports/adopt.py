@@ -34,6 +34,12 @@ def drift_finding_new_draft(*, finding: DriftFinding, actor: str) -> OperationRe
             f"{finding.upstream.name} no longer lists {finding.upstream_tool}: there is no definition "
             "to draft from. Mark the finding reviewed, and retire the tool if it should go."
         )
+    if finding.kind == DriftKind.INCOMPLETE:
+        raise ImportRefused(
+            f"The check of {finding.upstream.name} could not compare {finding.upstream_tool} "
+            f"({finding.problem}): there is no definition to draft from. The next check that compares it "
+            "closes this finding; mark it reviewed to let the tool answer before that."
+        )
     if not finding.is_open:
         raise ImportRefused(f"This finding was reviewed already by {finding.reviewed_by}; nothing was done.")
     digest = definition_digest(finding.current)
@@ -48,7 +54,7 @@ def drift_finding_new_draft(*, finding: DriftFinding, actor: str) -> OperationRe
         note = f"Adopted in {version.tool.name} v{version.number} ({version.status})."
         covered = DriftFinding.objects.for_tenant(finding.tenant_id).filter(
             upstream=finding.upstream, upstream_tool=finding.upstream_tool, reviewed_at__isnull=True
-        ).exclude(kind=DriftKind.REMOVED)
+        ).exclude(kind__in=(DriftKind.REMOVED, DriftKind.INCOMPLETE))
         for other in covered:
             if other.pk == finding.pk or definition_digest(other.current) == digest:
                 try:

@@ -59,6 +59,15 @@ def upstream_delete(*, upstream: Upstream, actor: str) -> None:
         upstream.delete()
 
 
+def _locked_credential(tenant_id: int | None, name: str) -> tuple[Credential, bool]:
+    """The owner's credential `name`, locked until commit, or a new one (True) not saved yet."""
+    _lock_name("credential", name)
+    credential = Credential.objects.select_for_update().filter(owned_by(tenant_id), name=name).first()
+    if credential is None:
+        return Credential(tenant_id=tenant_id, name=name), True
+    return credential, False
+
+
 def credential_set(
     *,
     tenant: models.Model | None,
@@ -78,11 +87,7 @@ def credential_set(
     """
     tenant_id = getattr(tenant, "pk", None)
     with transaction.atomic():
-        _lock_name("credential", name)
-        credential = Credential.objects.select_for_update().filter(owned_by(tenant_id), name=name).first()
-        creating = credential is None
-        if credential is None:
-            credential = Credential(tenant_id=tenant_id, name=name)
+        credential, creating = _locked_credential(tenant_id, name)
         credential.kind, credential.field, credential.per_subject = kind, field, per_subject
         if per_subject:
             if value:
@@ -102,6 +107,29 @@ def credential_set(
             action="credential.create" if creating else "credential.update",
             data={"name": name, "kind": kind, "field": field, "per_subject": per_subject,
                   "value_changed": bool(value)},
+        )
+    return credential
+
+
+def credential_declare(
+    *, tenant: models.Model | None, name: str, kind: str, field: str, actor: str
+) -> Credential:
+    """The credential `name` of `tenant` (None: the platform's) with this kind and field,
+    created with no value when missing (calls through it fail until someone sets one), its
+    stored value kept otherwise. Raises ValidationError as credential_set does. Writes the
+    credential and an audit event when anything changed."""
+    tenant_id = getattr(tenant, "pk", None)
+    with transaction.atomic():
+        credential, creating = _locked_credential(tenant_id, name)
+        if not creating and (credential.kind, credential.field) == (kind, field):
+            return credential
+        credential.kind, credential.field = kind, field
+        credential.changed_by, credential.changed_at = actor, timezone.now()
+        audited_save(
+            credential, tenant_id=tenant_id, actor=actor,
+            action="credential.create" if creating else "credential.update",
+            data={"name": name, "kind": kind, "field": field, "per_subject": credential.per_subject,
+                  "value_changed": False},
         )
     return credential
 

@@ -138,7 +138,10 @@ def test_a_refused_connection_is_failed_because_nothing_was_sent(demo, republish
     assert not DemoRefund.objects.exists()
 
 
-def test_an_amount_above_the_order_is_a_documented_rejection(demo):
+def test_an_amount_above_the_order_is_a_documented_rejection(demo, republish_refund):
+    # given: a version without the rule that refuses it first (test_demo_state_rules.py), so
+    # the provider's own refusal is what the model reads
+    republish_refund(rules=[])
     order = an_order("u-1001")
 
     body = demo.invoke("refund_payment", {"order_id": order.order_id, "amount_cents": order.amount_cents + 1})
@@ -148,8 +151,10 @@ def test_an_amount_above_the_order_is_a_documented_rejection(demo):
     assert not DemoRefund.objects.exists()
 
 
-def test_a_refund_past_what_is_left_of_the_order_is_a_business_rule_naming_what_is_left(demo):
-    # given: ORD-000008 of u-1001, 41,764 cents
+def test_the_providers_refusal_of_a_refund_past_what_is_left_is_a_business_rule(demo, republish_refund):
+    # given: ORD-000008 of u-1001, 41,764 cents, and a version without ToolHub's own check of
+    # what is left (the provider still refuses, as it does when two refunds race)
+    republish_refund(rules=[])
     full = {"order_id": "ORD-000008", "amount_cents": 41_764}
 
     # when: two full refunds, each its own call
@@ -179,9 +184,11 @@ def test_a_partial_refund_leaves_the_rest_refundable_and_the_refusal_names_it(de
     rest = refund(1_764, "refund_3")
 
     assert body["kind"] == "business_rule"
-    assert "Only 1764 cents of order ORD-000008 are left to refund" in body["message"]
+    assert "only 1764 cents of order ORD-000008 are left to refund" in body["message"]
     assert rest["status"] == "ok"
     assert sum(DemoRefund.objects.values_list("amount_cents", flat=True)) == 41_764
+    # refused before its ledger entry, by the rule of what is left
+    assert sorted(LedgerEntry.objects.values_list("call_id", flat=True)) == ["refund_1", "refund_3"]
 
 
 def test_the_refund_tool_says_it_refunds_at_most_what_is_left(demo):

@@ -2,7 +2,9 @@
 
 Rules the arguments alone can satisfy (date order, max span) answer `invalid_args`, with the
 swap or the split spelled out; rules about state (per-task budget, daily quota, a required
-earlier call, custom callables) answer `business_rule`. A tenant can only narrow a rule:
+earlier call, a limit read from state, custom callables) answer `business_rule`. State comes
+in as data: the counters (TaskHistory) and what the state readers read (CallState), both
+loaded by the gateway before these stages run. A tenant can only narrow a rule:
 numeric limits take the smaller value, and hints may be replaced.
 """
 
@@ -18,7 +20,15 @@ from types import MappingProxyType
 from typing import Any
 
 from apps.common.errors import BusinessRuleError, ErrorDetail, InvalidArgsError, UnavailableError
-from apps.gateway.contracts import CallContext, PolicySpec, TaskHistory, VersionSpec, thaw
+from apps.gateway.contracts import (
+    CallContext,
+    CallState,
+    PolicySpec,
+    StateLimit,
+    TaskHistory,
+    VersionSpec,
+    thaw,
+)
 
 from .text import clip, pointer
 
@@ -120,6 +130,13 @@ def history_needed(version: VersionSpec, policy: PolicySpec) -> HistoryNeeds:
     )
 
 
+def state_readers_needed(version: VersionSpec, policy: PolicySpec) -> tuple[str, ...]:
+    """The state readers `check_state_rules` will read for this version, in rule order."""
+    names = (str(rule.get("reader", "")) for rule in effective_rules(version, policy)
+             if rule.get("type") == "state_limit")
+    return tuple(dict.fromkeys(names))
+
+
 def check_argument_rules(arguments: Mapping[str, Any], version: VersionSpec, policy: PolicySpec) -> None:
     """Raises InvalidArgsError for a broken date order or a range longer than allowed."""
     for rule in effective_rules(version, policy):
@@ -205,13 +222,19 @@ def _check_max_span(arguments: Mapping[str, Any], rule: Mapping[str, Any], versi
 
 
 def check_state_rules(
-    arguments: Mapping[str, Any], version: VersionSpec, context: CallContext, history: TaskHistory
+    arguments: Mapping[str, Any],
+    version: VersionSpec,
+    context: CallContext,
+    history: TaskHistory,
+    state: CallState | None = None,
 ) -> None:
     """Raises BusinessRuleError when a state rule refuses the call.
 
-    Raises UnavailableError when a custom rule names no registered callable: the tool is
-    misconfigured, and nothing runs with a rule skipped.
+    Raises UnavailableError when a custom rule names no registered callable, or a state limit
+    a reader that read nothing for it: the tool is misconfigured, and nothing runs with a rule
+    skipped.
     """
+    state = state or CallState()
     tool = version.tool_name
     for rule in effective_rules(version, context.policy):
         rule_type = rule.get("type")
@@ -236,8 +259,36 @@ def check_state_rules(
                 f"{tool} needs a successful call of {rule['tool']} earlier in this task.",
                 hint=own_hint or f"Call {rule['tool']} first in this task, then call {tool} again.",
             )
+        if rule_type == "state_limit":
+            _check_state_limit(rule, arguments, state, version)
         if rule_type == "custom":
             _run_custom(rule, arguments, context, history, version)
+
+
+def _check_state_limit(
+    rule: Mapping[str, Any], arguments: Mapping[str, Any], state: CallState, version: VersionSpec
+) -> None:
+    reader, field = str(rule.get("reader", "")), str(rule["field"])
+    if reader not in state.limits:
+        raise _unregistered(version, f"state reader {clip(reader, 60)!r}")
+    limit: StateLimit | None = state.limits[reader]
+    value = arguments.get(field)
+    # A value of another type is the schema's to refuse.
+    if limit is None or not isinstance(value, int | float) or isinstance(value, bool):
+        return
+    if value <= limit.maximum:
+        return
+    tool = version.tool_name
+    if limit.maximum <= 0:
+        hint = f"Nothing can be done with {tool} here: do not call it again for this; tell the user why."
+    else:
+        hint = (f"Call {tool} again with {field} at most {limit.maximum} only if the user wants that; "
+                f"otherwise tell the user that {limit.left}.")
+    raise BusinessRuleError(
+        f"{field} is {value}, but only {limit.left}.",
+        hint=rule.get("hint") or hint,
+        details=[ErrorDetail(path=pointer([field]), problem=f"more than {limit.maximum}, the most now")],
+    )
 
 
 def _run_custom(
@@ -250,12 +301,7 @@ def _run_custom(
     name = str(rule.get("callable", ""))
     func = _custom_rules.get(name)
     if func is None:
-        raise UnavailableError(
-            f"{version.tool_name} cannot be called: its rule {clip(name, 60)!r} is not registered "
-            "in this ToolHub.",
-            hint="This is a problem in the tool's definition, not in your call: do not retry. "
-            "Use another tool or tell the user this action is unavailable for now.",
-        )
+        raise _unregistered(version, f"rule {clip(name, 60)!r}")
     try:
         func(MappingProxyType(dict(arguments)), context, history)
     except BusinessRuleError as exc:
@@ -268,3 +314,11 @@ def _run_custom(
             retry_after_s=exc.retry_after_s,
             extra=exc.extra,
         ) from None
+
+
+def _unregistered(version: VersionSpec, what: str) -> UnavailableError:
+    return UnavailableError(
+        f"{version.tool_name} cannot be called: its {what} is not registered in this ToolHub.",
+        hint="This is a problem in the tool's definition, not in your call: do not retry. "
+        "Use another tool or tell the user this action is unavailable for now.",
+    )

@@ -2,7 +2,8 @@
 
     resolve the tool (tool_lookup) → parse → drop optional nulls → normalize → schema →
     authorize (bindings) → argument rules → args_hash and approval reason    validate_call()
-      ── the gateway reads the task's counters here: one cache round trip ──
+      ── the gateway reads the task's counters (one cache round trip) and the state
+         its state_limit rules read (apps/gateway/state.py) here ──
     state rules → loop guard (a first sight only) → rate limit               admit_call()
 
 Both halves are pure: they take the preloaded catalog, the call, its context and, for the
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from apps.catalog.exports import strip_optional_nulls
-from apps.gateway.contracts import AgentCatalog, CallContext, PreparedCall, TaskSighting, ToolCall
+from apps.gateway.contracts import AgentCatalog, CallContext, CallState, PreparedCall, TaskSighting, ToolCall
 
 from .approval import approval_reason
 from .authorize import apply_bindings
@@ -60,6 +61,7 @@ def admit_call(
     sighting: TaskSighting,
     default_rate_limit: int | None,
     dry_run: bool,
+    state: CallState | None = None,
 ) -> PreparedCall:
     """The checks against what earlier calls did; returns the call, marked when seen before.
 
@@ -70,7 +72,7 @@ def admit_call(
     version = prepared.version
     if sighting.first_sight:
         check_state_rules(
-            prepared.arguments, version, replace(context, policy=prepared.policy), sighting.history
+            prepared.arguments, version, replace(context, policy=prepared.policy), sighting.history, state
         )
         check_loop(sighting.history, version)
     if dry_run:

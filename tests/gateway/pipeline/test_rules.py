@@ -1,7 +1,7 @@
 import pytest
 
 from apps.common.errors import BusinessRuleError, InvalidArgsError, UnavailableError
-from apps.gateway.contracts import TaskHistory
+from apps.gateway.contracts import CallState, StateLimit, TaskHistory
 from apps.gateway.pipeline.rules import (
     HistoryNeeds,
     business_rule,
@@ -192,6 +192,38 @@ def test_the_daily_quota_counts_the_subjects_calls_today():
 
     assert "daily limit of 10" in error.message
     assert "resets tomorrow" in error.hint
+
+
+LEFT = {"type": "state_limit", "field": "limit", "reader": "tests.left"}
+
+
+def _limited(maximum: int) -> CallState:
+    return CallState(limits={"tests.left": StateLimit(maximum=maximum, left=f"{maximum} are left")})
+
+
+def test_a_state_limit_refuses_more_than_what_is_left_and_names_it():
+    version = make_version(rules=[LEFT])
+    check_state_rules({**VALID_ARGS, "limit": 20}, version, make_context(), TaskHistory(), _limited(20))
+
+    with pytest.raises(BusinessRuleError) as caught:
+        check_state_rules({**VALID_ARGS, "limit": 21}, version, make_context(), TaskHistory(), _limited(20))
+
+    assert_actionable(caught.value, kind="business_rule", recoverable=True)
+    assert caught.value.message == "limit is 21, but only 20 are left."
+    assert "at most 20" in caught.value.hint
+    assert [d.path for d in caught.value.details] == ["/limit"]
+
+
+def test_a_state_limit_with_nothing_found_is_left_to_the_executor():
+    check_state_rules({**VALID_ARGS, "limit": 21}, make_version(rules=[LEFT]), make_context(), TaskHistory(),
+                      CallState(limits={"tests.left": None}))
+
+
+def test_a_state_limit_whose_reader_read_nothing_makes_the_tool_unavailable():
+    with pytest.raises(UnavailableError) as caught:
+        check_state_rules(VALID_ARGS, make_version(rules=[LEFT]), make_context(), TaskHistory(), CallState())
+
+    assert "tests.left" in caught.value.message
 
 
 def test_a_required_earlier_call_names_the_tool_to_call_first():

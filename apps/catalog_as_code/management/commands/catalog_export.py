@@ -1,4 +1,5 @@
-"""`manage.py catalog_export --tenant SLUG [--out FILE]`: the tenant's catalog as YAML."""
+"""`manage.py catalog_export --tenant SLUG | --platform [--out FILE]`: a tenant's catalog, or
+the platform's part of the installation, as YAML."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.catalog_as_code.document import document_yaml
-from apps.catalog_as_code.selectors import tenant_catalog_snapshot
+from apps.catalog_as_code.selectors import platform_catalog_snapshot, tenant_catalog_snapshot
 from apps.common.replicas import replica_reads
 from apps.tenancy.selectors import tenant_by_slug
 
@@ -17,23 +18,33 @@ class Command(BaseCommand):
     help = (
         "Write a tenant's tools (with every version and its status), toolsets and phases, grants "
         "and policies as YAML, for review in git and `catalog_apply`. Shared tools are named, "
-        "not exported."
+        "not exported: --platform writes them (with shared toolsets, the platform's upstreams "
+        "without secret values, tenants and their agents without keys, and the grants of shared "
+        "tools)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--tenant", required=True, help="Tenant slug.")
+        whose = parser.add_mutually_exclusive_group(required=True)
+        whose.add_argument("--tenant", help="Tenant slug.")
+        whose.add_argument("--platform", action="store_true",
+                           help="The platform's part: apply it before the tenants' files.")
         parser.add_argument("--out", help="Write to this file instead of stdout.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         with replica_reads():  # an export may lag a little behind the primary
-            tenant = tenant_by_slug(slug=options["tenant"])
-            if tenant is None:
-                raise CommandError(f"No tenant with slug {options['tenant']!r}.")
-            document, _ = tenant_catalog_snapshot(tenant=tenant)
+            if options["platform"]:
+                document, whose = platform_catalog_snapshot(), "the platform"
+            else:
+                tenant = tenant_by_slug(slug=options["tenant"])
+                if tenant is None:
+                    raise CommandError(f"No tenant with slug {options['tenant']!r}.")
+                document, _ = tenant_catalog_snapshot(tenant=tenant)
+                whose = tenant.slug
         text = document_yaml(document)
         if options["out"]:
-            _write(Path(options["out"]), text, suggested=f"{tenant.slug}.yaml")
-            self.stderr.write(f"Wrote the catalog of {tenant.slug} to {options['out']}.")
+            suggested = "platform.yaml" if options["platform"] else f"{whose}.yaml"
+            _write(Path(options["out"]), text, suggested=suggested)
+            self.stderr.write(f"Wrote the catalog of {whose} to {options['out']}.")
         else:
             self.stdout.write(text, ending="")
 

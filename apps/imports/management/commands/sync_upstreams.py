@@ -51,12 +51,19 @@ class Command(BaseCommand):
 
 
 def print_sync(command: BaseCommand, report: SyncReport) -> None:
-    """One line per finding recorded, else one line saying why there is none."""
+    """One line per finding recorded and per tool not compared, else one line saying why there
+    is none."""
     if not report.reached:
-        command.stdout.write(
-            f"{report.label}: not reached, nothing compared: {report.problem}. The next sync tries again."
-        )
+        suspended = f" {report.suspended} published tool(s) suspended until a check compares them." \
+            if report.suspended else ""
+        command.stdout.write(f"{report.label}: not reached, nothing compared: {report.problem}.{suspended} "
+                             "The next sync tries again.")
         return
+    for gap in report.not_compared:
+        effect = "suspended until a check compares it" if gap.suspended else "not suspended (the upstream " \
+            "does not suspend drifted tools, or no version of it is published)"
+        command.stdout.write(f"{report.label}: {gap.tenant}: {gap.upstream_tool}: not compared: "
+                             f"{gap.problem}; {effect}")
     for recorded in report.recorded:
         finding, drift = recorded.finding, recorded.drift
         pinned = ""
@@ -67,7 +74,7 @@ def print_sync(command: BaseCommand, report: SyncReport) -> None:
             f"{report.label}: {recorded.tenant}: {drift.upstream_tool}: {finding.get_kind_display()}"
             f"{pinned}: drift finding {finding.pk} ({what})"
         )
-    if report.recorded:
+    if report.recorded or report.not_compared:
         return
     if not report.pinned and not report.listed:
         command.stdout.write(f"{report.label}: no tool is imported from it; nothing to compare.")
