@@ -286,6 +286,11 @@ class ApprovalAdmin(ApprovalAdminBase):
               "expires_at", "decided_by", "decided_at", "note")
     readonly_fields = fields
 
+    def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
+        # Not in the index beside "Pending approvals", the page operators work from: that
+        # queue links here, to the decisions behind it.
+        return {}
+
 
 @admin.register(PendingApproval)
 class PendingApprovalAdmin(ObjectButtonsMixin, ApprovalAdminBase):
