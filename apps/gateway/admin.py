@@ -39,6 +39,7 @@ class InvocationAdmin(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
                    fixed_choices_filter("kind", "error kind", _error_kinds()), ScopedToolNameFilter,
                    AgeFilter, "dry_run", ("tenant", admin.RelatedFieldListFilter))
     exact_search_fields = ("task_id", "call_id")
+    search_help_text = "A whole task id or call id, not a word of one (e.g. demo-20261201-221821-loop)."
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan of the table each
     paginator = EstimatedCountPaginator

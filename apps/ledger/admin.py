@@ -108,6 +108,7 @@ class LedgerAdminBase(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
     show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan of the table each
     paginator = EstimatedCountPaginator
     exact_search_fields = ("key", "task_id")
+    search_help_text = "A whole task id or ledger key, not a word of one (e.g. demo-20261201-221821-timeout)."
     inlines = (ReconcileAttemptInline, LedgerEventInline)
 
     arguments_json = json_display("arguments")

@@ -136,3 +136,15 @@ def test_the_demos_order_refunds_draft_shows_why_it_is_unsafe(superuser):
     assert "No findings" not in page
     assert "session-unscoped-path" in page
     assert "any order_id" in page
+
+
+@pytest.mark.parametrize("model", ["ledger_ledgerentry", "audit_invocation"])
+def test_the_ledger_and_invocation_searches_say_they_take_whole_ids(world, superuser, model):
+    url = reverse(f"admin:{model}_changelist")
+
+    whole = superuser.get(url, {"q": "acme-task"}).content.decode()
+    word = superuser.get(url, {"q": "task"}).content.decode()
+
+    assert "not a word of one" in whole
+    assert "call_1" in whole.split('id="result_list"')[1]
+    assert 'id="result_list"' not in word  # a word of an id matches nothing, and the box said so
