@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,21 +21,20 @@ from html import unescape
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from django.conf import settings as django_settings
 from django.db import connections
 
 from apps.demo_shop.services import SeedResult, demo_seed
 from tests.browser.conftest import log_in
-from tests.ops.conftest import ROOT, free_port, wait_until
+from tests.ops.conftest import ROOT, free_port, stop_gunicorn, wait_for_gunicorn
 from tests.shipping_upstream import ShippingServer, shipping_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 ADMIN_PASSWORD = "crawl-every-page-4f1c"
 # The same page for another object is the same code: a few of each are enough.
-SAME_PAGE_LIMIT = 3
+SAME_PAGE_LIMIT = 2
 # Links that change something when followed, or leave the admin.
 NOT_FOLLOWED = re.compile(r"/logout/|/delete/|/password/|/issue-key/")
 # What a page that went wrong shows: Django's error pages, ToolHub's error envelope, the
@@ -94,24 +92,12 @@ def sqlite_demo(tmp_path_factory: pytest.TempPathFactory, shipping: ShippingServ
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
 
-    def up() -> bool:
-        if process.poll() is not None:
-            raise AssertionError(f"gunicorn exited:\n{log_path.read_text()[-3000:]}")
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_until(up, timeout_s=30, what="gunicorn on SQLite to answer /healthz")
+    url = f"http://127.0.0.1:{port}"
+    wait_for_gunicorn(process, url=url, log_path=log_path)
     try:
-        yield DemoAdmin(url=f"http://127.0.0.1:{port}", username="admin", password=ADMIN_PASSWORD)
+        yield DemoAdmin(url=url, username="admin", password=ADMIN_PASSWORD)
     finally:
-        os.killpg(process.pid, signal.SIGINT)  # quick shutdown: nothing in flight
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # a worker still holding its MCP session's thread
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        stop_gunicorn(process, timeout_s=5)
 
 
 @pytest.fixture
