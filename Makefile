@@ -17,8 +17,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.installed-run
 
+# In a terminal group of its own: make turns a Ctrl-C it receives into exit 130
+# (scripts/terminal_foreground.py says how this keeps Ctrl-C a clean stop).
 run: $(VENV)/.installed-run
-	scripts/run.sh
+	$(BIN)/python scripts/terminal_foreground.py scripts/run.sh
 
 test: $(VENV)/.installed-dev
 	scripts/test.sh $(ARGS)

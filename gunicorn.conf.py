@@ -25,7 +25,6 @@ import tempfile
 from typing import Any
 
 from apps.common.logs import logging_config_from_env
-from apps.common.wsgi import body_left_unread
 
 # The longest timeout a tool version may declare (ToolVersion.timeout_s ≤ 600 s), plus a
 # margin: a request waiting on its executor must answer `timeout`, not be killed with its worker.
@@ -78,19 +77,6 @@ SWITCH_INTERVAL_S = float(os.environ.get("GUNICORN_SWITCH_INTERVAL_MS", "0.5")) 
 
 def post_fork(server: Any, worker: Any) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-
-
-def pre_request(worker: Any, req: Any) -> None:
-    """Answer `Connection: close` when part of the body may stay unread (apps/common/wsgi.py):
-    gunicorn drains at most 64 KiB of it, and past that dropped the connection after
-    promising keep-alive, so the client's next request on it failed."""
-    headers = dict(req.headers)
-    length = headers.get("CONTENT-LENGTH")
-    if body_left_unread(
-        content_length=int(length) if length is not None else None,
-        transfer_encoding=headers.get("TRANSFER-ENCODING", ""),
-    ):
-        req.force_close()
 
 
 def child_exit(server: Any, worker: Any) -> None:

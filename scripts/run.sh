@@ -62,9 +62,29 @@ if [ -z "$(setting CACHE_URL)" ]; then
   export CACHE_URL="filecache://${VAR_DIR}/cache"
 fi
 
+# What a `manage.py` command in another shell must see to act on this demo as its server
+# does: the settings read this file below the environment (toolhub/settings/env_files.py).
+# Only owner-readable: a DATABASE_URL given in the environment may carry a password.
+write_run_env() {
+  local name
+  mkdir -p "$VAR_DIR"
+  (
+    umask 077
+    {
+      echo "# Written by make run (scripts/run.sh) at each start; manage.py reads it. Do not edit."
+      for name in TOOLHUB_VAR_DIR TOOLHUB_PORT TOOLHUB_DEMO_MCP_PORT TOOLHUB_EGRESS_ALLOW CACHE_URL \
+                  DATABASE_URL CELERY_BROKER_URL; do
+        if [ -n "$(setting "$name")" ]; then printf '%s=%s\n' "$name" "$(setting "$name")"; fi
+      done
+    } > "$VAR_DIR/run.env"
+  )
+}
+write_run_env
+
 pids=()
 names=()
 stopping=0
+MCP_SERVER="demo MCP server"
 
 # Each process runs in a session of its own, so stopping its process group also stops
 # its children (gunicorn and Celery workers) and a Ctrl-C reaches only this script.
@@ -78,7 +98,7 @@ start() {
 
 any_alive() {
   local pid
-  for pid in "${pids[@]}"; do
+  for pid in "$@"; do
     if kill -0 -- "-$pid" 2>/dev/null; then return 0; fi
   done
   return 1
@@ -95,18 +115,32 @@ stop_if_one_died() {
   done
 }
 
+# TERM to each main process lets gunicorn and Celery shut their children down in order;
+# whatever of a group is still there after 15 s is killed.
+stop_processes() {
+  local pid
+  if [ $# -eq 0 ]; then return; fi
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 30); do any_alive "$@" || break; sleep 0.5; done
+  for pid in "$@"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
+
 stop() {
-  local code=$1 pid
+  local code=$1 i
+  local callers=() called=()
   if [ "$stopping" = 1 ]; then return; fi
   stopping=1
   trap - INT TERM HUP
   if [ ${#pids[@]} -gt 0 ]; then
     echo "Stopping the web server, the Celery worker, Celery beat and the demo MCP server…"
-    # TERM to each main process lets gunicorn and Celery shut their children down in
-    # order; whatever of a group is still there after 15 s is killed.
-    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for _ in $(seq 1 30); do any_alive || break; sleep 0.5; done
-    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+    # The demo MCP server last: the web server and the worker hold MCP sessions (open
+    # streams) to it, which their exit closes; stopped first, it would cut each one off
+    # and log it as a response never completed.
+    for i in "${!pids[@]}"; do
+      if [ "${names[$i]}" = "$MCP_SERVER" ]; then called+=("${pids[$i]}"); else callers+=("${pids[$i]}"); fi
+    done
+    stop_processes "${callers[@]}"
+    stop_processes "${called[@]}"
     wait 2>/dev/null || true
     echo "Stopped."
   fi
@@ -161,7 +195,7 @@ start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
 # --quiet: no ASCII-art banners on stdout; what they say is in the logs, at DEBUG.
 start worker "$BIN/celery" -A toolhub --quiet worker --loglevel "$LOG_LEVEL" --concurrency 2 --hostname "toolhub@%h"
 start beat "$BIN/celery" -A toolhub --quiet beat --loglevel "$LOG_LEVEL"
-start "demo MCP server" "$PY" -m apps.demo_shop.shipping --port "$MCP_PORT"
+start "$MCP_SERVER" "$PY" -m apps.demo_shop.shipping --port "$MCP_PORT"
 
 # The banner comes once the server answers /readyz (database and broker reachable) and the
 # demo MCP server its /healthz, so it is the last thing on the screen, not lost above the

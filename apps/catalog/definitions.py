@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -255,6 +256,41 @@ def path_placeholders(template: str) -> list[str]:
     return PATH_PLACEHOLDER.findall(template)
 
 
+def path_problems(path: str) -> list[str]:
+    """Why `path` (a template or a filled path) could send a request elsewhere than under
+    its base URL, which it is pasted after: empty when it only adds segments under the
+    base's path (a fixed query after `?` is fine)."""
+    if not path:
+        return []
+    problems = []
+    if not path.startswith(("/", "?")):
+        problems.append("it does not start with '/', so it would change the base's host name or port")
+    route = path.partition("?")[0]
+    # A server may decode %2F and %5C before splitting, and some read '\' as '/'.
+    parts = [part for segment in route.split("/") for part in re.split(r"[/\\]", unquote(segment))]
+    if "." in parts or ".." in parts:
+        problems.append(
+            f"it has a {'..' if '..' in parts else '.'!r} segment (maybe percent-encoded), which "
+            "climbs out of the base's path"
+        )
+    if "\\" in route:
+        problems.append("it holds '\\', which some servers read as '/'")
+    if "#" in path:
+        problems.append("it holds '#', after which nothing is sent")
+    if any(char.isspace() or not char.isprintable() for char in path):
+        problems.append("it holds a space or control character")
+    return problems
+
+
+def _path_refusal(key: str, path: str) -> list[str]:
+    if problems := path_problems(path):
+        return [
+            f"{key} {path!r} would leave the upstream's base URL: {'; '.join(problems)}. A path only "
+            "adds segments under the base's path, e.g. '/orders/{order_id}'."
+        ]
+    return []
+
+
 def _stray_brace(template: str) -> bool:
     rest = PATH_PLACEHOLDER.sub("", template)
     return "{" in rest or "}" in rest
@@ -263,8 +299,9 @@ def _stray_brace(template: str) -> bool:
 def http_mapping_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:
     """How an http version's request mapping disagrees with its parameters: every argument it
     names must be a property of the schema, and the templates must be well formed."""
-    problems = []
     path = str(executor_config.get("path", ""))
+    status_path = str(executor_config.get("status_path", ""))
+    problems = [*_path_refusal("path", path), *_path_refusal("status_path", status_path)]
     if _stray_brace(path):
         problems.append(f"path {path!r} has a brace outside a {{name}} placeholder.")
     if missing := [name for name in path_placeholders(path) if name not in known]:
@@ -272,7 +309,6 @@ def http_mapping_problems(*, executor_config: Mapping[str, Any], known: set[str]
             f"path {path!r} names {', '.join(missing)}, which the parameters schema does not have: "
             "each {name} of the path is filled from the argument of that name."
         )
-    status_path = str(executor_config.get("status_path", ""))
     if _stray_brace(status_path) or set(path_placeholders(status_path)) - {STATUS_PATH_PLACEHOLDER}:
         problems.append(
             f"status_path {status_path!r} may hold no placeholder but {{{STATUS_PATH_PLACEHOLDER}}}."

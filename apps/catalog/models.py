@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from apps.common.builtin_tools import BUILTIN_TOOL_NAMES
 from apps.common.models import (
     OwnerKind,
     TenantOwnedModel,
@@ -54,7 +55,12 @@ class Tool(TimeStampedModel):
     def clean(self) -> None:
         errors = {}
         clash = owner_name_clash(self, name=self.name, tenant_id=self.tenant_id, owner=SHARED_CATALOG)
-        if clash:
+        if self.name in BUILTIN_TOOL_NAMES:
+            errors["name"] = (
+                f"{self.name} is the name of a tool ToolHub itself offers every agent: a catalog tool "
+                "of that name would never be called (the built-in one answers). Choose another name."
+            )
+        elif clash:
             errors["name"] = clash
         replacement = self.replaced_by
         if replacement is not None and replacement.tenant_id not in (None, self.tenant_id):

@@ -165,7 +165,8 @@ def _grant_save(step: GrantSave, tenant: Tenant, actor: str, note: str) -> None:
         grant.pinned_version = version_by_number(tool=tool, number=step.pinned_version)
         if grant.pinned_version is None:
             raise ValidationError({"pinned_version": f"{step.tool} has no version {step.pinned_version}."})
-    grant_save(grant=grant, actor=actor)
+    # A tenant's file speaks for the tenant: it cannot grant (or re-pin) a shared tool.
+    grant_save(grant=grant, actor=actor, by_platform=False)
 
 
 def _grant_delete(step: GrantDelete, tenant: Tenant, actor: str, note: str) -> None:

@@ -23,6 +23,7 @@ from .errors import (
 )
 from .jsontext import printable
 from .metrics import refusal_observed
+from .request_body import BodyCut, BodyReadTimeout, body_refusal_error
 
 logger = logging.getLogger("toolhub.api")
 
@@ -48,12 +49,8 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
     """Translate framework exceptions into ToolHub errors; None for unknown exceptions."""
     if isinstance(exc, ToolHubError):
         return exc
-    if isinstance(exc, RequestDataTooBig):
-        return InvalidArgsError(
-            "The request body is larger than this server accepts.",
-            hint="Send a smaller request: fewer calls per batch or shorter arguments.",
-            http_status=413,
-        )
+    if isinstance(exc, (RequestDataTooBig, BodyReadTimeout, BodyCut)):
+        return body_refusal_error(exc)
     if isinstance(exc, drf.ParseError):
         return InvalidJsonError(
             f"The request body is not valid JSON: {exc.detail}",

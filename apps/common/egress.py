@@ -11,6 +11,12 @@ allowlist.
 Pure: reads settings only. Lint judges a URL as written with `url_refusal` (no DNS), before
 publishing; the gateway's transport (apps/gateway/executors/egress.py) applies `refusal` to
 every address a name resolves to, at connect time.
+
+An IPv6 address that carries an IPv4 one reaches that IPv4 address (through a NAT64 gateway,
+a 6to4 or Teredo relay, or a stack that still honours the deprecated forms), so it is judged
+by it: `64:ff9b::a9fe:a9fe` is the metadata service. The local-use NAT64 prefix (where the
+IPv4 address sits is the network's choice) and the deprecated site-local range are refused
+whatever they hold.
 """
 
 from __future__ import annotations
@@ -34,6 +40,14 @@ METADATA_ADDRESSES = frozenset(
 _LOOPBACK_NAMES = ("localhost",)
 _METADATA_NAMES = ("metadata.google.internal", "metadata")
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")  # deprecated (RFC 3879), still routed in some networks
+_NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215
+# IPv6 ranges whose last 32 bits are an IPv4 address, by the name of the form.
+_IPV4_IN_LAST_32_BITS = (
+    ("NAT64", ipaddress.ip_network("64:ff9b::/96")),  # RFC 6052's well-known prefix
+    ("IPv4-translated", ipaddress.ip_network("::ffff:0:0:0/96")),  # RFC 2765
+    ("IPv4-compatible", ipaddress.ip_network("::/96")),  # deprecated by RFC 4291
+)
 
 
 class EgressRefused(Exception):
@@ -101,10 +115,46 @@ def parse_pattern(text: str) -> HostPattern:
     return HostPattern(host, frozenset({int(port)}))
 
 
+@dataclass(frozen=True)
+class EmbeddedIPv4:
+    """The IPv4 address an IPv6 address reaches, and the name of the form that carries it."""
+
+    address: ipaddress.IPv4Address
+    form: str
+
+    def __str__(self) -> str:
+        return f"{self.address} in {self.form} form"
+
+
+def embedded_ipv4(address: IPAddress) -> EmbeddedIPv4 | None:
+    """The IPv4 address inside an IPv6 address of a form that carries one, or None."""
+    if not isinstance(address, ipaddress.IPv6Address) or address.is_loopback or address.is_unspecified:
+        return None
+    if address.ipv4_mapped is not None:
+        return EmbeddedIPv4(address.ipv4_mapped, "IPv4-mapped")
+    if address.sixtofour is not None:
+        return EmbeddedIPv4(address.sixtofour, "6to4")
+    if address.teredo is not None:  # (server, client): packets go to the client
+        return EmbeddedIPv4(address.teredo[1], "Teredo")
+    for form, network in _IPV4_IN_LAST_32_BITS:
+        if address in network:
+            return EmbeddedIPv4(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF), form)
+    return None
+
+
 def address_category(address: IPAddress) -> str | None:
-    """Why an address is not public (e.g. "loopback"), or None for a public address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Why an address is not public (e.g. "loopback"), or None for a public address. An IPv6
+    address carrying a non-public IPv4 address has that address's category."""
+    if (embedded := embedded_ipv4(address)) is not None and (
+        category := address_category(embedded.address)
+    ) is not None:
+        return category
+    if embedded is not None and embedded.form != "Teredo":
+        return None  # a public IPv4 address, reached its way (Teredo's own range is not public)
+    if address in _NAT64_LOCAL_USE:
+        return "NAT64 local-use"
+    if address in _SITE_LOCAL:
+        return "site-local"
     if address in METADATA_ADDRESSES:
         return "cloud metadata"
     if address.is_loopback:
@@ -163,8 +213,11 @@ class EgressPolicy:
             return None
         where = f"{host}:{port}" + (f" ({address})" if address is not None and str(address) != host else "")
         if category is not None:
+            embedded = embedded_ipv4(address) if address is not None else None
+            inside = f" ({embedded})" if embedded is not None and address_category(embedded.address) else ""
             return (
-                f"{where} is a {category} address, refused unless TOOLHUB_EGRESS_ALLOW names the host"
+                f"{where} is a {category} address{inside}, refused unless TOOLHUB_EGRESS_ALLOW names "
+                "the host"
             )
         if not self.public:
             return f"{where} is not in TOOLHUB_EGRESS_ALLOW and TOOLHUB_EGRESS_PUBLIC is false"

@@ -189,11 +189,18 @@ class PlainFormatter(logging.Formatter):
         return redact(line)
 
 
+# Libraries whose INFO lines narrate their own work (each HTTP request, each broker
+# connection): noise beside a management command's report.
+_LIBRARY_LOGGERS = ("httpx", "httpx2", "httpcore", "kombu", "amqp", "celery", "mcp")
+
+
 def logging_config(
-    *, level: str, fmt: str, colour: bool = False, routine_level: str = "INFO"
+    *, level: str, fmt: str, colour: bool = False, routine_level: str = "INFO", command: bool = False
 ) -> dict[str, Any]:
-    """The dictConfig of every ToolHub process: web (Django, gunicorn), worker and beat."""
+    """The dictConfig of every ToolHub process: web (Django, gunicorn), worker and beat, and
+    management commands (`command`: the libraries' lines only from WARNING on)."""
     formatter = "plain" if fmt == "plain" else "json"
+    libraries: dict[str, Any] = {name: {"level": "WARNING"} for name in _LIBRARY_LOGGERS} if command else {}
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -222,22 +229,28 @@ def logging_config(
             # Django's default configuration gives its loggers their own plain console
             # handler and level INFO: send them through ours, at the level asked for.
             "django": {"handlers": [], "level": level, "propagate": True},
+            **libraries,
             # On the logger, not a handler: the record is changed before anything reads it.
-            "httpx": {"filters": ["query_values"], "propagate": True},
+            "httpx": {**libraries.get("httpx", {}), "filters": ["query_values"], "propagate": True},
         },
     }
 
 
 def logging_config_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
-    """`logging_config` from LOG_LEVEL, LOG_FORMAT, LOG_COLOR and LOG_ROUTINE_LEVEL.
+    """`logging_config` from LOG_LEVEL, LOG_FORMAT, LOG_COLOR, LOG_ROUTINE_LEVEL and
+    LOG_PROFILE.
 
     LOG_COLOR is `auto` by default: colours when stderr, where the lines go, is a terminal
-    and NO_COLOR (no-color.org) is not set.
+    and NO_COLOR (no-color.org) is not set. LOG_PROFILE=command (manage.py sets it for its
+    commands, runserver aside) makes plain lines the default and keeps the libraries quiet,
+    so what a person reads is the command's own report.
     """
     colour = environ.get("LOG_COLOR", "auto").strip().lower()
+    command = environ.get("LOG_PROFILE", "") == "command"
     return logging_config(
         level=environ.get("LOG_LEVEL", "INFO"),
-        fmt=environ.get("LOG_FORMAT", "json"),
+        fmt=environ.get("LOG_FORMAT", "plain" if command else "json"),
+        command=command,
         colour=(sys.stderr.isatty() and "NO_COLOR" not in environ) if colour == "auto"
         else colour in {"1", "true", "yes", "on"},
         routine_level=environ.get("LOG_ROUTINE_LEVEL", "INFO"),

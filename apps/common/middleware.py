@@ -1,4 +1,5 @@
-"""Request ids, the access log, and a database outage answered as 503 outside the API."""
+"""Request ids, the access log, refused request bodies, and a database outage answered as
+503 outside the API."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .api import to_toolhub_error
 from .metrics import refusal_observed
+from .request_body import body_refusal_error
 from .request_context import REQUEST_ID_HEADER, bind_request_id, request_id_from
+from .wsgi import BODY_REFUSAL_KEY
 
 access_logger = logging.getLogger("toolhub.access")
 
@@ -57,6 +60,23 @@ class RequestIdMiddleware:
             },
         )
         return response
+
+
+class BodyRefusalMiddleware:
+    """Answers a request whose body RequestBodyReader (apps/common/wsgi.py) refused, too
+    large, too slow or cut, before any view or middleware that reads the body: with the
+    error envelope, on every path."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        refusal = request.META.get(BODY_REFUSAL_KEY)
+        if refusal is None:
+            return self.get_response(request)
+        error = body_refusal_error(refusal)
+        refusal_observed(status=error.http_status, kind=error.kind)
+        return JsonResponse(error.as_envelope(), status=error.http_status)
 
 
 class DatabaseUnavailableMiddleware:

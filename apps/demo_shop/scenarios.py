@@ -36,6 +36,10 @@ class ScenarioFailed(Exception):
     """A scenario did not leave what it should (the server down, no worker, a changed demo)."""
 
 
+class ServerNotAnswering(ScenarioFailed):
+    """Nothing answers at the URL the scenarios were given."""
+
+
 @dataclass(frozen=True)
 class ScenarioResult:
     name: str
@@ -53,8 +57,8 @@ class _Agent:
         try:
             response = self.http.post("/api/v1/sessions", json={"subject": USER})
         except httpx.HTTPError as exc:
-            raise ScenarioFailed(f"ToolHub does not answer at {base_url} ({type(exc).__name__}): "
-                                 "is `make run` going?") from None
+            raise ServerNotAnswering(f"ToolHub does not answer at {base_url} ({type(exc).__name__}): "
+                                     "is `make run` going?") from None
         if response.status_code != 201:
             raise ScenarioFailed(f"Could not open a session for {USER} ({response.status_code}): "
                                  f"{response.text[:300]}. Has `manage.py seed_demo` run?")

@@ -414,7 +414,8 @@ def demo_seed() -> SeedResult:
         tools |= shipping_seed(tenant=tenant, agent_name=DEMO_AGENT, actor=SEED_ACTOR)
         for tool in tools.values():
             if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
-                grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
+                grant = Grant(tenant=tenant, agent=agent, tool=tool)
+                grant_save(grant=grant, actor=SEED_ACTOR, by_platform=True)
         _seed_toolset(tenant, tools)
         _seed_payments_upstream()
         imported = _seed_imported_drafts(tenant)

@@ -12,6 +12,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.sessions import SessionClaims
 
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
     from apps.catalog.models import ToolVersion
     from apps.tenancy.models import TenantPolicy
 
-# The built-in way out every agent sees in every toolset and phase (principle 16).
-REQUEST_CAPABILITY = "request_capability"
 
 
 def _frozen(value: Any) -> Any:

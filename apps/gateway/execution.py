@@ -52,13 +52,15 @@ _BATCH_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="toolhub-bat
 
 
 def execution_request(
-    prepared: PreparedCall, *, tenant_id: int, tenant_slug: str, task_id: str, idempotency_key: str | None
+    prepared: PreparedCall, *, tenant_id: int, tenant_slug: str, agent_id: int, task_id: str,
+    idempotency_key: str | None,
 ) -> ExecutionRequest:
     """What the executor is asked: from a prepared call, or one rebuilt from its ledger entry."""
     version = prepared.version
     return ExecutionRequest(
         tenant_slug=tenant_slug,
         tenant_id=tenant_id,
+        agent_id=agent_id,
         task_id=task_id,
         call_id=prepared.call.call_id,
         tool_name=version.tool_name,
@@ -90,6 +92,7 @@ def entry_execution_request(entry: LedgerEntry) -> ExecutionRequest:
         prepared_from_entry(entry),
         tenant_id=entry.tenant_id,
         tenant_slug=entry.tenant.slug,
+        agent_id=entry.agent_id,
         task_id=entry.task_id,
         idempotency_key=entry.key,
     )
@@ -138,6 +141,7 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
         prepared,
         tenant_id=principal.tenant_id,
         tenant_slug=principal.tenant_slug,
+        agent_id=principal.agent_id,
         task_id=options.task_id,
         idempotency_key=None,
     )
@@ -233,6 +237,7 @@ def run_ledgered(
             prepared,
             tenant_id=principal.tenant_id,
             tenant_slug=principal.tenant_slug,
+            agent_id=principal.agent_id,
             task_id=options.task_id,
             idempotency_key=key,
         )

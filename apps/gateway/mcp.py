@@ -51,6 +51,7 @@ from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
 from apps.common.metrics import refusal_observed
 from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
+from apps.common.request_body import BodyCut, BodyReadTimeout, body_refusal_error
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
 
 from .api.adapters import envelope_text
@@ -272,10 +273,9 @@ def _origin_allowed(request: HttpRequest) -> bool:
 def _message(request: HttpRequest) -> types.JSONRPCMessage:
     try:
         raw = jsontext.loads(request.body)
-    except RequestDataTooBig:
-        raise McpError(
-            types.INVALID_REQUEST, "The request body is larger than this server accepts.", status=413
-        ) from None
+    except (RequestDataTooBig, BodyReadTimeout, BodyCut) as refused:
+        error = body_refusal_error(refused)
+        raise McpError(types.INVALID_REQUEST, error.message, status=error.http_status) from None
     except ValueError:
         raise McpError(types.PARSE_ERROR, "The body is not JSON.", status=400) from None
     except RecursionError:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from apps.catalog.definitions import path_problems
 from apps.catalog.patterns import pattern_problem
 
 from .openapi import OpenAPIError, Operation, Unsupported
@@ -276,6 +277,8 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
     op = operation.normalized
     is_30 = op["openapi"] == "3.0"
     method, path = op["method"], op["path"]
+    if problems := path_problems(path):
+        raise Unsupported(f"its path {path!r} would leave the upstream's base URL: {'; '.join(problems)}.")
     credentials = set(op["credential_parameters"])
     properties: dict[str, Any] = {}
     required: list[str] = []

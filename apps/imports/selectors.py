@@ -11,10 +11,12 @@ from django.utils.text import Truncator
 
 from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.selectors import tool_visible_by_name
+from apps.common.builtin_tools import BUILTIN_TOOL_NAMES
 from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
-from apps.upstreams.selectors import upstream_for_call
+from apps.upstreams.models import UpstreamKind
+from apps.upstreams.selectors import upstream_for_call, upstreams_visible
 
 from .errors import ImportRefused
 from .mcp_tools import draft_of_tool, hints_note
@@ -30,11 +32,27 @@ def mcp_tool_definitions(*, tenant: Tenant | None, upstream: str) -> tuple[str, 
     try:
         resolved = upstream_for_call(tenant_id=tenant.pk if tenant else None, name=upstream, subject="")
         return resolved.base_url, list_mcp_tools(resolved)
-    except (UpstreamNotFound, SubjectCredentialMissing) as error:
+    except UpstreamNotFound:
+        raise ImportRefused(_no_such_upstream(tenant, upstream)) from None
+    except SubjectCredentialMissing as error:
         owner = f"Tenant {tenant.slug}" if tenant else "The platform"
         raise ImportRefused(f"{owner} cannot list upstream {upstream!r}: {error.message}") from None
     except ListingFailed as error:
         raise ImportRefused(f"The tools of {upstream!r} cannot be listed: {error}.") from None
+
+
+def _no_such_upstream(tenant: Tenant | None, upstream: str) -> str:
+    """For the operator who named it (UpstreamNotFound's own text is for the model)."""
+    where = f"in tenant {tenant.slug} or the platform" if tenant else "of the platform"
+    known = sorted(
+        upstreams_visible(tenant_id=tenant.pk if tenant else None)
+        .filter(kind=UpstreamKind.MCP).values_list("name", flat=True)
+    )
+    return (
+        f"No upstream named {upstream!r} {where}; known MCP upstreams: {', '.join(known) or 'none'}. "
+        "Name one of them, or add the server first (manage.py add_upstream --kind mcp, or "
+        "Upstreams → Add in the admin)."
+    )
 
 
 @dataclass(frozen=True)
@@ -117,7 +135,10 @@ def version_latest(*, tool: Tool) -> ToolVersion:
 
 
 def tool_name_is_free(*, tenant: Tenant, name: str) -> bool:
-    """Whether a new tool of the tenant may take `name` (not the tenant's, nor a shared one)."""
+    """Whether a new tool of the tenant may take `name` (not the tenant's, nor a shared one,
+    nor a built-in tool's)."""
+    if name in BUILTIN_TOOL_NAMES:
+        return False
     return tool_visible_by_name(tenant=tenant, name=name) is None and not Tool.objects.filter(
         name=name, tenant__isnull=True
     ).exists()

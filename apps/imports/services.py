@@ -305,7 +305,8 @@ def _grant(
                 continue
             tool = result.version.tool
             if not Grant.objects.for_tenant(tenant).filter(agent=agent, tool=tool).exists():
-                grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=actor)
+                # Imported tools are the tenant's own: granting them takes no platform authority.
+                grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=actor, by_platform=False)
                 granted.append(f"{agent.name} → {tool.name}")
     return tuple(granted)
 

@@ -199,19 +199,36 @@ class AgentKeyAdmin(ObjectButtonsMixin, TenantScopedAdmin):
 
 @admin.register(Grant)
 class GrantAdmin(TenantScopedAdmin):
+    """Tenant staff grant their tenant's own tools; shared tools are granted by the platform
+    (superusers) only: not offered to tenant staff, and their grants are view-only to them
+    (a tenant may still remove one it does not want)."""
+
     list_select_related = ("tenant", "agent", "tool", "pinned_version__tool")
     ordering = ("tenant__slug", "tool__name")
     list_display = ("tenant", "agent_or_all", "tool", "pinned_version", "updated_at")
     list_filter = (("tenant", admin.RelatedOnlyFieldListFilter), ("tool", admin.RelatedOnlyFieldListFilter))
     search_fields = ("tool__name", "agent__name", "tenant__slug")
-    fields = ("tenant", "agent", "tool", "pinned_version")
+    fields = ("tenant", "agent", "tool", "pinned_version", "granted_by", "granted_by_platform")
+    readonly_fields = ("granted_by", "granted_by_platform")
 
     @admin.display(description="agent", ordering="agent__name")
     def agent_or_all(self, obj: Grant) -> str:
         return obj.agent.name if obj.agent is not None else "all agents"
 
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if admin_scope(request).is_tenant and db_field.name in ("tool", "pinned_version"):
+            shared = "tenant__isnull" if db_field.name == "tool" else "tool__tenant__isnull"
+            choices = self.get_field_queryset(kwargs.get("using"), db_field, request)
+            kwargs["queryset"] = choices.exclude(**{shared: True})
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        shared_tool = obj is not None and obj.tool.tenant_id is None
+        return (not (shared_tool and admin_scope(request).is_tenant)
+                and super().has_change_permission(request, obj))
+
     def save_model(self, request: HttpRequest, obj: Grant, form: Any, change: bool) -> None:
-        grant_save(grant=obj, actor=admin_actor(request))
+        grant_save(grant=obj, actor=admin_actor(request), by_platform=admin_scope(request).unrestricted)
 
     def delete_model(self, request: HttpRequest, obj: Grant) -> None:
         grant_delete(grant=obj, actor=admin_actor(request))

@@ -76,7 +76,12 @@ class AgentKey(TenantOwnedModel):
 
 
 class Grant(TenantOwnedModel):
-    """Lets a whole tenant (agent empty) or one agent call a tool, optionally pinned."""
+    """Lets a whole tenant (agent empty) or one agent call a tool, optionally pinned.
+
+    Grants of a shared tool are the platform's to make (tenancy's grant_save refuses a
+    tenant's staff); `granted_by_platform` records who saved the grant as it stands, so that
+    `manage.py audit_grants` can list the shared-tool grants the platform did not make.
+    """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="grants")
     agent = models.ForeignKey(
@@ -87,6 +92,15 @@ class Grant(TenantOwnedModel):
     pinned_version = models.ForeignKey(
         "catalog.ToolVersion", on_delete=models.PROTECT, null=True, blank=True,
         related_name="+", help_text="Empty: the latest published version.",
+    )
+    granted_by = models.CharField(
+        max_length=200, blank=True, editable=False,
+        help_text="Who saved the grant, as the audit log names them.",
+    )
+    granted_by_platform = models.BooleanField(
+        null=True, editable=False,
+        help_text="Yes: saved by the platform (a superuser, the seed); no: by a tenant's staff or a "
+        "tenant's catalog file; empty: not recorded (saved before ToolHub recorded it).",
     )
 
     class Meta:

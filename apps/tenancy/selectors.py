@@ -6,7 +6,7 @@ from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db.models import Q, QuerySet
 
 from .keys import split_key
-from .models import Agent, AgentKey, StaffScope, Tenant
+from .models import Agent, AgentKey, Grant, StaffScope, Tenant
 
 
 def tenant_by_slug(*, slug: str) -> Tenant | None:
@@ -37,3 +37,14 @@ def permissions_held(*, user: User) -> QuerySet[Permission]:
     """Every permission a user holds, directly or through a group (whether active or not)."""
     return Permission.objects.filter(Q(user=user) | Q(group__user=user)).distinct()
 
+
+
+def shared_tool_grants_not_by_platform() -> QuerySet[Grant]:
+    """Grants of shared tools the platform did not make: saved by a tenant's staff or catalog
+    file, or by someone not recorded (before ToolHub recorded it). Across every tenant."""
+    return (
+        Grant.objects.filter(tool__tenant__isnull=True)
+        .exclude(granted_by_platform=True)
+        .select_related("tenant", "agent", "tool")
+        .order_by("tenant__slug", "tool__name", "agent__name")
+    )

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 
@@ -177,12 +178,26 @@ def _grant_data(grant: Grant) -> dict[str, Any]:
     }
 
 
-def grant_save(*, grant: Grant, actor: str) -> Grant:
-    """Create or update a grant. Validates it (ValidationError: agent or tool of another
-    tenant, pin of another tool or not callable, duplicates), writes it and an audit event;
-    invalidates the catalog caches once committed."""
+def grant_save(*, grant: Grant, actor: str, by_platform: bool) -> Grant:
+    """Create or update a grant, made by the platform (`by_platform`: a superuser, the seed)
+    or by a tenant's staff or catalog file.
+
+    Validates it (ValidationError: a shared tool granted by other than the platform, agent
+    or tool of another tenant, pin of another tool or not callable, duplicates), writes it,
+    who saved it and an audit event; invalidates the catalog caches once committed.
+    """
+    if not by_platform and grant.tool_id is not None and grant.tool.tenant_id is None:
+        # A shared tool may call with the platform's secrets on any tenant's data: which
+        # tenants get it is the platform's decision alone.
+        raise ValidationError({"tool": (
+            f"{grant.tool.name} is a shared tool: only the platform (a superuser) grants shared "
+            "tools, to the tenants it chooses. Nothing was saved; ask the platform's operators to "
+            "grant it to this tenant."
+        )})
+    grant.granted_by, grant.granted_by_platform = actor, by_platform
     _save_changing_catalog(
-        grant, tenant_id=grant.tenant_id, actor=actor, action="grant", data=_grant_data(grant)
+        grant, tenant_id=grant.tenant_id, actor=actor, action="grant",
+        data={**_grant_data(grant), "by_platform": by_platform},
     )
     return grant
 

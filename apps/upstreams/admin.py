@@ -104,9 +104,12 @@ class CredentialForm(forms.ModelForm):
 
 class SubjectCredentialInline(ReadOnlyInline):
     model = SubjectCredential
-    fields = ("subject", "last4", "changed_at")
+    fields = ("subject", "agent", "last4", "changed_at")
     readonly_fields = fields
-    verbose_name_plural = "end users' own values (registered by the tenant's agents through the API)"
+    verbose_name_plural = (
+        "end users' own values (registered by the tenant's agents in their users' sessions; each "
+        "agent sends only the values it registered)"
+    )
 
 
 @admin.register(Credential)

@@ -24,6 +24,8 @@ name_validator = RegexValidator(
 header_name_validator = RegexValidator(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "Not a valid HTTP header name.")
 # Values go into headers and query strings: printable ASCII only, no CR/LF to inject with.
 _VALUE_CHARACTERS = frozenset(string.printable) - frozenset("\t\n\r\x0b\x0c")
+# An end user's id as session tokens carry it (POST /api/v1/sessions takes at most this).
+SUBJECT_MAX_CHARS = 200
 # Shorter values show no last characters: four of eight would give half the secret away.
 LAST4_MIN_LENGTH = 12
 
@@ -119,18 +121,26 @@ class Credential(models.Model):
 
 
 class SubjectCredential(models.Model):
-    """One end user's own value of a per-subject credential."""
+    """One end user's own value of a per-subject credential, as one agent registered it in
+    that user's session: only that agent's calls in that user's sessions send it, and only
+    that agent replaces or removes it."""
 
     credential = models.ForeignKey(Credential, on_delete=models.CASCADE, related_name="subjects")
-    subject = models.CharField(max_length=200)
+    agent = models.ForeignKey(
+        "tenancy.Agent", on_delete=models.CASCADE, related_name="+",
+        help_text="The agent that registered it; the only one whose calls send it.",
+    )
+    subject = models.CharField(max_length=SUBJECT_MAX_CHARS)
     ciphertext = models.TextField(editable=False)
     last4 = models.CharField(max_length=4, blank=True, editable=False, verbose_name="last four")
     changed_at = models.DateTimeField(editable=False)
 
     class Meta:
-        ordering = ["subject"]
+        ordering = ["subject", "agent__name"]
         constraints = [
-            models.UniqueConstraint(fields=["credential", "subject"], name="subject_credential_unique")
+            models.UniqueConstraint(
+                fields=["credential", "agent", "subject"], name="subject_credential_unique_per_agent"
+            )
         ]
 
     def __str__(self) -> str:

@@ -69,10 +69,12 @@ def _auth(credential: Credential, value: str) -> tuple[dict[str, str], dict[str,
     return {}, {credential.field: value}
 
 
-def _value_for(upstream: Upstream, credential: Credential, subject: str) -> str:
+def _value_for(upstream: Upstream, credential: Credential, subject: str, agent_id: int | None) -> str:
     ciphertext = credential.ciphertext
     if credential.per_subject:
-        own = SubjectCredential.objects.filter(credential=credential, subject=subject).first()
+        own = None if agent_id is None else SubjectCredential.objects.filter(
+            credential=credential, agent_id=agent_id, subject=subject
+        ).first()
         if own is None:
             raise SubjectCredentialMissing(credential.name)
         ciphertext = own.ciphertext
@@ -86,13 +88,16 @@ def _value_for(upstream: Upstream, credential: Credential, subject: str) -> str:
         raise CredentialUnreadable(upstream.name, credential.name) from None
 
 
-def upstream_for_call(*, tenant_id: int | None, name: str, subject: str) -> ResolvedUpstream:
+def upstream_for_call(
+    *, tenant_id: int | None, name: str, subject: str, agent_id: int | None = None
+) -> ResolvedUpstream:
     """The upstream `name` as the tenant's tool calls it, for the session's `subject` ("" for
-    none), with its credential's value decrypted into the auth headers or query.
+    none) through the agent `agent_id` (None: no agent, as for a drift check), with its
+    credential's value decrypted into the auth headers or query.
 
     Raises UpstreamNotFound (none visible to the tenant; CredentialUnreadable, a subclass,
     when no configured key decrypts its credential) or SubjectCredentialMissing (a per-user
-    credential and this subject registered no token).
+    credential and this subject registered no token through this agent).
     """
     upstream = upstream_get(tenant_id=tenant_id, name=name)
     if upstream is None:
@@ -101,7 +106,7 @@ def upstream_for_call(*, tenant_id: int | None, name: str, subject: str) -> Reso
     query: dict[str, str] = {}
     credential = upstream.credential
     if credential is not None:
-        headers, query = _auth(credential, _value_for(upstream, credential, subject))
+        headers, query = _auth(credential, _value_for(upstream, credential, subject, agent_id))
     return ResolvedUpstream(
         name=upstream.name, kind=upstream.kind, base_url=upstream.base_url, timeout_s=upstream.timeout_s,
         status_tool=upstream.status_tool, auth_headers=headers, auth_query=query,

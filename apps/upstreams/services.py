@@ -121,16 +121,17 @@ def _refuse_unless_per_subject(credential: Credential) -> None:
 
 
 def credential_set_for_subject(
-    *, credential: Credential, subject: str, value: str, actor: str
+    *, credential: Credential, agent_id: int, subject: str, value: str, actor: str
 ) -> SubjectCredential:
-    """Store (or replace) one end user's own value of a per-subject credential. Raises
-    ValidationError (not per subject, or a value that cannot be stored); writes the value
-    encrypted and an audit event naming the subject."""
+    """Store (or replace) one end user's own value of a per-subject credential, as the agent
+    `agent_id` registers it (the caller has checked the user's session): only that agent's
+    calls send it. Raises ValidationError (not per subject, or a value that cannot be
+    stored); writes the value encrypted and an audit event naming the subject."""
     _refuse_unless_per_subject(credential)
     _check_value(value, kind=credential.kind)
     with transaction.atomic():
         own, created = SubjectCredential.objects.update_or_create(
-            credential=credential, subject=subject,
+            credential=credential, agent_id=agent_id, subject=subject,
             defaults={"ciphertext": encrypt(value), "last4": last4(value), "changed_at": timezone.now()},
         )
         audit_record(
@@ -141,10 +142,15 @@ def credential_set_for_subject(
     return own
 
 
-def credential_delete_for_subject(*, credential: Credential, subject: str, actor: str) -> bool:
-    """Forget one end user's value; True if there was one. Writes an audit event when so."""
+def credential_delete_for_subject(
+    *, credential: Credential, agent_id: int, subject: str, actor: str
+) -> bool:
+    """Forget the value one end user registered through the agent `agent_id` (others' stay);
+    True if there was one. Writes an audit event when so."""
     with transaction.atomic():
-        deleted, _ = SubjectCredential.objects.filter(credential=credential, subject=subject).delete()
+        deleted, _ = SubjectCredential.objects.filter(
+            credential=credential, agent_id=agent_id, subject=subject
+        ).delete()
         if deleted:
             audit_record(
                 tenant_id=credential.tenant_id, actor=actor, target=credential,

@@ -94,8 +94,9 @@ def test_fk_choices_are_limited_to_the_tenant(world, acme_staff):
 
     fields = response.context["adminform"].form.fields
     assert set(fields["agent"].queryset) == {world.acme.agent}
-    assert set(fields["tool"].queryset) == {world.acme.tool, world.shared_tool}
-    assert set(fields["pinned_version"].queryset) == {world.acme.version, world.shared_version}
+    # shared tools are granted by the platform only (test_shared_tool_grants.py)
+    assert set(fields["tool"].queryset) == {world.acme.tool}
+    assert set(fields["pinned_version"].queryset) == {world.acme.version}
     assert fields["tenant"].disabled
     assert set(fields["tenant"].queryset) == {world.acme.tenant}
     assert "globex" not in response.content.decode()
@@ -103,12 +104,12 @@ def test_fk_choices_are_limited_to_the_tenant(world, acme_staff):
 
 def test_a_grant_naming_another_tenants_agent_is_refused(world, acme_staff):
     response = acme_staff.post(reverse("admin:tenancy_grant_add"), {
-        "agent": world.globex.agent.pk, "tool": world.shared_tool.pk,
+        "agent": world.globex.agent.pk, "tool": world.acme.tool.pk,
     })
 
     assert response.status_code == 200
     assert "Select a valid choice" in str(response.context["adminform"].form.errors["agent"])
-    assert not Grant.objects.filter(tool=world.shared_tool).exists()
+    assert not Grant.objects.filter(tool=world.acme.tool, agent=world.globex.agent).exists()
 
 
 def test_the_tenant_of_a_new_row_is_always_the_scoped_users(
@@ -117,12 +118,12 @@ def test_the_tenant_of_a_new_row_is_always_the_scoped_users(
     # given a hand-made POST naming the other tenant
     with django_capture_on_commit_callbacks(execute=True):
         response = acme_staff.post(reverse("admin:tenancy_grant_add"), {
-            "tenant": world.globex.tenant.pk, "tool": world.shared_tool.pk,
+            "tenant": world.globex.tenant.pk, "tool": world.acme.tool.pk,
         })
 
     # then the grant is created for the user's own tenant
     assert response.status_code == 302
-    grant = Grant.objects.get(tool=world.shared_tool)
+    grant = Grant.objects.get(tool=world.acme.tool, agent__isnull=True)
     assert grant.tenant == world.acme.tenant
 
 

@@ -30,7 +30,7 @@ def test_saving_and_deleting_a_grant_is_audited_and_bumps_the_generation(
     start = catalog_generation()
 
     with django_capture_on_commit_callbacks(execute=True):
-        grant = grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator")
+        grant = grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator", by_platform=True)
     after_save = catalog_generation()
     with django_capture_on_commit_callbacks(execute=True):
         grant_delete(grant=grant, actor="curator")
@@ -47,7 +47,7 @@ def test_the_generation_does_not_move_before_commit(acme, tool, django_capture_o
     start = catalog_generation()
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator")
+        grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator", by_platform=True)
         assert catalog_generation() == start
 
     assert len(callbacks) == 1
@@ -67,7 +67,8 @@ def test_the_generation_does_not_move_before_commit(acme, tool, django_capture_o
 )
 def test_inconsistent_grants_are_refused_on_the_field(acme, tool, make, field, message):
     with pytest.raises(ValidationError) as refused:
-        grant_save(grant=Grant(**{"tenant": acme, "tool": tool, **make(tool, acme)}), actor="curator")
+        grant = Grant(**{"tenant": acme, "tool": tool, **make(tool, acme)})
+        grant_save(grant=grant, actor="curator", by_platform=True)
 
     assert message in refused.value.message_dict[field][0]
     assert not Grant.objects.exists()
@@ -75,19 +76,50 @@ def test_inconsistent_grants_are_refused_on_the_field(acme, tool, make, field, m
 
 
 def test_a_duplicate_grant_is_refused_not_crashed(acme, tool):
-    grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator")
+    grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator", by_platform=True)
 
     with pytest.raises(ValidationError, match="already has a grant of this tool for all its agents"):
-        grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator")
+        grant_save(grant=Grant(tenant=acme, tool=tool), actor="curator", by_platform=True)
     assert Grant.objects.count() == 1
 
 
 def test_a_grant_may_pin_a_published_version_of_a_shared_tool(acme, tool):
     version = published(tool=tool)
 
-    grant = grant_save(grant=Grant(tenant=acme, tool=tool, pinned_version=version), actor="c")
+    grant = grant_save(
+        grant=Grant(tenant=acme, tool=tool, pinned_version=version), actor="c", by_platform=True
+    )
 
     assert grant.pinned_version == version
+
+
+def test_only_the_platform_grants_a_shared_tool(acme, tool):
+    # given acme's own tool and the shared search_orders
+    own = ToolFactory(name="own_search", tenant=acme)
+
+    # when acme's staff grant both
+    own_grant = grant_save(grant=Grant(tenant=acme, tool=own), actor="admin:acme-curator", by_platform=False)
+    with pytest.raises(ValidationError) as refused:
+        grant_save(grant=Grant(tenant=acme, tool=tool), actor="admin:acme-curator", by_platform=False)
+
+    # then their own is granted, recorded as theirs; the shared one is refused, nothing written
+    assert (own_grant.granted_by, own_grant.granted_by_platform) == ("admin:acme-curator", False)
+    assert "search_orders is a shared tool: only the platform (a superuser) grants shared tools" in (
+        refused.value.message_dict["tool"][0]
+    )
+    assert not Grant.objects.filter(tool=tool).exists()
+    assert list(AuditEvent.objects.values_list("data__tool", flat=True)) == ["own_search"]
+
+
+def test_a_tenant_cannot_change_the_platforms_grant_of_a_shared_tool(acme, tool):
+    grant = grant_save(grant=Grant(tenant=acme, tool=tool), actor="admin:root", by_platform=True)
+    grant.pinned_version = published(tool=tool)
+
+    with pytest.raises(ValidationError, match="only the platform"):
+        grant_save(grant=grant, actor="admin:acme-curator", by_platform=False)
+
+    grant.refresh_from_db()
+    assert (grant.pinned_version, grant.granted_by, grant.granted_by_platform) == (None, "admin:root", True)
 
 
 def test_policies_are_validated_audited_and_bump_the_generation(acme, django_capture_on_commit_callbacks):

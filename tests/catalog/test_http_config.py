@@ -125,3 +125,53 @@ def test_lint_warns_of_an_optional_path_argument_and_a_body_on_a_get():
         "optional-path-parameter": "parameters/properties/order_id",
         "body-on-get": "executor_config/body",
     }
+
+
+# A path is pasted after the base URL: anything but added segments under the base's path
+# changes where the request goes (and the upstream's credential goes with it).
+LEAVING_PATHS = [
+    pytest.param(".attacker.example/steal", "does not start with '/'", id="extends the host name"),
+    pytest.param("@127.0.0.1:8411/x", "does not start with '/'", id="turns the base into userinfo"),
+    pytest.param(":8411/x", "does not start with '/'", id="changes the port"),
+    pytest.param("/x/{order_id}/../../admin", "'..' segment", id="climbs with dot segments"),
+    pytest.param("/x/./admin", "'.' segment", id="a dot segment"),
+    pytest.param("/x/%2e%2E/admin", "'..' segment", id="a percent-encoded dot segment"),
+    pytest.param("/x/..%2Fadmin", "'..' segment", id="dots behind an encoded slash"),
+    pytest.param("/x\\..\\admin", "holds '\\'", id="backslashes, '/' to some servers"),
+    pytest.param("/x#/../../admin", "holds '#'", id="a fragment"),
+    pytest.param("/x y\r\nHost: evil", "space or control character", id="a line break"),
+]
+
+
+@pytest.mark.parametrize(("path", "says"), LEAVING_PATHS)
+def test_a_path_that_leaves_the_base_url_is_refused_on_save(path, says):
+    problems = config_problems({**GOOD, "path": path})
+
+    assert [p for p in problems if p.startswith(f"path {path!r} would leave the upstream's base URL")]
+    assert any(says in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("path", "says"), LEAVING_PATHS)
+def test_a_status_path_that_leaves_the_base_url_is_refused_on_save(path, says):
+    status_path = path.replace("{order_id}", "{idempotency_key}")
+
+    problems = config_problems({**GOOD, "status_path": status_path})
+
+    refusals = [p for p in problems if p.startswith(f"status_path {status_path!r} would leave")]
+    assert any(says in p for p in refusals), problems
+
+
+@pytest.mark.parametrize(
+    "path", ["", "/orders/{order_id}", "/orders/{order_id}.json", "/v1/a%2Fb/{order_id}", "/orders?v=2",
+             "?v=2", "/x/.well-known/{order_id}", "/x/...", "/caf\u00e9/{order_id}"],
+)
+def test_a_path_that_adds_segments_under_the_base_is_sound(path):
+    assert config_problems({**GOOD, "path": path}) == []
+
+
+@pytest.mark.parametrize(("path", "says"), LEAVING_PATHS)
+def test_lint_flags_a_stored_path_that_leaves_the_base_url_as_an_error(path, says):
+    findings = [f for f in lint_tool(tool(**{**GOOD, "path": path})) if f.code == "path-leaves-base"]
+
+    assert [(f.severity, f.field) for f in findings] == [("error", "executor_config/path")]
+    assert says in findings[0].why

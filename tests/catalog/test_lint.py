@@ -46,6 +46,14 @@ def test_a_sound_definition_has_no_finding():
     assert lint_tool(definition()) == []
 
 
+def test_a_tool_named_like_a_built_in_one_is_an_error():
+    # a tool stored under a built-in name before such names were refused is never called
+    findings = [f for f in lint_tool(definition(name="request_capability")) if f.code == "reserved-name"]
+
+    assert [(f.severity, f.field, f.tool) for f in findings] == [("error", "name", "request_capability")]
+    assert "never called" in findings[0].why and "Rename the tool" in findings[0].fix
+
+
 def test_the_demo_tools_lint_without_errors():
     demo = [
         ToolDefinition(name=name, **{k: v for k, v in spec.items() if k in (

@@ -71,9 +71,10 @@ def notes_tenant():
 
 
 def _delete_catalog_of(tenant: Tenant) -> None:
-    """A fresh database as far as this tenant's catalog goes (the shared catalog stays)."""
+    """A fresh database as far as this tenant's catalog goes (the shared catalog, and the
+    platform's grants of it, stay)."""
     TenantPolicy.objects.filter(tenant=tenant).delete()
-    Grant.objects.filter(tenant=tenant).delete()
+    Grant.objects.filter(tenant=tenant, tool__tenant=tenant).delete()
     Toolset.objects.filter(tenant=tenant).delete()
     ToolVersion.objects.filter(tool__tenant=tenant).delete()
     Tool.objects.filter(tenant=tenant).delete()
@@ -92,7 +93,7 @@ def test_export_apply_to_an_empty_catalog_and_export_again_reads_the_same(capsys
     legacy = tool_save(tool=Tool(tenant=tenant, name="legacy_lookup", summary="Old."), actor=ACTOR)
     legacy.replaced_by = get_order
     tool_save(tool=legacy, actor=ACTOR)
-    grant_save(grant=Grant(tenant=tenant, tool=get_order, pinned_version=v2), actor=ACTOR)
+    grant_save(grant=Grant(tenant=tenant, tool=get_order, pinned_version=v2), actor=ACTOR, by_platform=False)
     tenant_policy_save(policy=TenantPolicy(tenant=tenant, rate_limit_per_minute=30), actor=ACTOR)
     tenant_policy_save(
         policy=TenantPolicy(tenant=tenant, tool=get_order, task_call_budget=5, requires_approval=True),
@@ -266,6 +267,38 @@ def test_a_tenants_file_cannot_shadow_a_shared_tool_nor_name_platform_settings(
     assert "tools.shared_search: the shared catalog has a tool named shared_search" in message
     assert "tools.pay.versions[0].executor_config:" in message
     assert not Tool.objects.filter(tenant=notes_tenant).exists()
+
+
+@pytest.mark.django_db
+def test_a_file_cannot_name_a_tool_like_a_built_in_one(notes_tenant, capsys, tmp_path):
+    text = yaml.safe_dump({"tenant": "notes", "tools": {
+        "request_capability": {"versions": [{"number": 1, "status": "published", **DEFINITION}]},
+    }})
+
+    with pytest.raises(CommandError) as refused:
+        apply(capsys, tmp_path, text)
+
+    assert "tools.request_capability.name: request_capability is the name of a tool ToolHub itself" in (
+        str(refused.value)
+    )
+    assert not Tool.objects.filter(name="request_capability").exists()
+
+
+@pytest.mark.django_db
+def test_a_tenants_file_cannot_grant_itself_a_shared_tool(notes_tenant, capsys, tmp_path):
+    # given a shared tool the platform has not granted to notes
+    shared = tool_save(tool=Tool(tenant=None, name="refund_payment"), actor=ACTOR)
+    ToolVersion.objects.create(tool=shared, number=1, status=VersionStatus.PUBLISHED, **DEFINITION)
+    text = yaml.safe_dump({"tenant": "notes", "grants": [{"tool": "refund_payment", "agent": "note-bot"}]})
+    before = rows()
+
+    # when the tenant's file grants it to the tenant's agent
+    with pytest.raises(CommandError) as refused:
+        apply(capsys, tmp_path, text)
+
+    # then the file is refused at the grant, and nothing is written
+    assert "grants[0].tool: refund_payment is a shared tool: only the platform" in str(refused.value)
+    assert rows() == before
 
 
 @pytest.mark.django_db

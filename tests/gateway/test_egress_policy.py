@@ -40,6 +40,66 @@ def test_addresses_are_classed_by_what_they_reach(address, category):
     assert address_category(ipaddress.ip_address(address)) == category
 
 
+# IPv6 forms that carry an IPv4 address reach that address (through a NAT64 gateway, a 6to4
+# or Teredo relay, or a stack that still honours the deprecated forms): each is judged by it.
+EMBEDDED_IPV4 = [
+    ("64:ff9b::a9fe:a9fe", "cloud metadata", "169.254.169.254 in NAT64 form"),
+    ("64:ff9b::7f00:1", "loopback", "127.0.0.1 in NAT64 form"),
+    ("64:ff9b::a00:1", "private", "10.0.0.1 in NAT64 form"),
+    ("::127.0.0.1", "loopback", "127.0.0.1 in IPv4-compatible form"),
+    ("::10.0.0.1", "private", "10.0.0.1 in IPv4-compatible form"),
+    ("::169.254.169.254", "cloud metadata", "169.254.169.254 in IPv4-compatible form"),
+    ("2002:a9fe:a9fe::1", "cloud metadata", "169.254.169.254 in 6to4 form"),
+    ("2002:7f00:1::", "loopback", "127.0.0.1 in 6to4 form"),
+    ("2002:c0a8:101:5::1", "private", "192.168.1.1 in 6to4 form"),
+    ("::ffff:0:a9fe:a9fe", "cloud metadata", "169.254.169.254 in IPv4-translated form"),
+    ("::ffff:0:7f00:1", "loopback", "127.0.0.1 in IPv4-translated form"),
+    ("::ffff:a9fe:a9fe", "cloud metadata", "169.254.169.254 in IPv4-mapped form"),
+    # Teredo: server 65.54.227.120, client 127.0.0.1 / 169.254.169.254 (the last 32 bits, inverted)
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback", "127.0.0.1 in Teredo form"),
+    ("2001:0:4136:e378:8000:63bf:5601:5601", "cloud metadata", "169.254.169.254 in Teredo form"),
+]
+
+
+@pytest.mark.parametrize(("address", "category", "embedding"), EMBEDDED_IPV4)
+def test_an_ipv6_address_that_embeds_ipv4_is_classed_by_the_ipv4_address(address, category, embedding):
+    assert address_category(ipaddress.ip_address(address)) == category
+
+
+@pytest.mark.parametrize(("address", "category", "embedding"), EMBEDDED_IPV4)
+def test_a_refused_embedded_address_says_which_ipv4_address_it_reaches(address, category, embedding):
+    refusal = _policy().refusal("api.example.com", 443, ipaddress.ip_address(address))
+
+    assert refusal is not None and f"is a {category} address ({embedding})" in refusal
+
+
+@pytest.mark.parametrize(
+    ("address", "category"),
+    [
+        ("64:ff9b:1::1", "NAT64 local-use"),  # RFC 8215: the IPv4 address's place is the network's choice
+        ("64:ff9b:1:a9fe:a900:fe00::", "NAT64 local-use"),
+        ("fec0::1", "site-local"),  # deprecated by RFC 3879, still routed inside some networks
+        ("feff:ffff::1", "site-local"),
+    ],
+)
+def test_local_use_nat64_and_site_local_ranges_are_refused_whatever_they_hold(address, category):
+    assert address_category(ipaddress.ip_address(address)) == category
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "64:ff9b::808:808",  # NAT64 of 8.8.8.8: how an IPv6-only network reaches a public host
+        "2002:808:808::1",  # 6to4 of 8.8.8.8
+        "::ffff:0:808:808",
+        "::8.8.8.8",
+        "::ffff:8.8.8.8",
+    ],
+)
+def test_an_embedded_public_ipv4_address_stays_public(address):
+    assert address_category(ipaddress.ip_address(address)) is None
+
+
 @pytest.mark.parametrize(
     ("pattern", "host", "port", "matches"),
     [
@@ -108,6 +168,9 @@ def test_strict_mode_refuses_public_hosts_it_does_not_name():
         ("http://app.localhost", "loopback"),
         ("http://metadata.google.internal/computeMetadata/v1", "cloud metadata"),
         ("http://[::ffff:169.254.169.254]/", "cloud metadata"),
+        ("http://[64:ff9b::a9fe:a9fe]/", "cloud metadata"),
+        ("http://[2002:a9fe:a9fe::1]/", "cloud metadata"),
+        ("http://[fec0::1]/", "site-local"),
         ("http://0.0.0.0:8000", "unspecified"),
         ("ftp://api.example.com", "not an http(s) URL"),
         ("http://api.example.com:99999", "not a valid URL"),

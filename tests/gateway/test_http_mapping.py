@@ -100,6 +100,8 @@ def test_the_idempotency_header_has_the_configured_name_and_the_wire_form():
         pytest.param(None, "is needed", id="absent"),
         pytest.param("", "cannot be ''", id="empty: would list the collection"),
         pytest.param("..", "cannot be '..'", id="dot-dot: would climb a level"),
+        pytest.param("../../admin", "cannot hold a '.' or '..'", id="dot-dot behind slashes"),
+        pytest.param("a\\..\\b", "cannot hold a '.' or '..'", id="dot-dot behind backslashes"),
         pytest.param(["a", "b"], "must be a single value", id="a list"),
     ],
 )

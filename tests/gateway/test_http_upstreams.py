@@ -115,7 +115,8 @@ def test_a_per_user_credential_needs_the_users_own_token(api, agent, api_server,
     refused = invoke(api, "order_lookup", {"order_id": "o-1"}, session=session).json()
     # and then the agent's backend registers their token
     registered = api.put(
-        "/api/v1/credentials/orders-key/subjects/u-1", {"value": "user-token-u1-0001"}, format="json"
+        "/api/v1/credentials/orders-key/subjects/u-1", {"value": "user-token-u1-0001"}, format="json",
+        HTTP_X_TOOLHUB_SESSION=session,
     )
     answered = invoke(api, "order_lookup", {"order_id": "o-1"}, session=session, call_id="call_2").json()
 

@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from apps.tenancy.models import Agent
 from apps.upstreams.models import Upstream
@@ -57,3 +57,11 @@ def import_mcp(*args: str, tenant: str = "acme") -> str:
 
 def sync_upstreams(*args: str) -> str:
     return run_command("sync_upstreams", *args)
+
+
+def sync_upstreams_unreached(*args: str) -> str:
+    """What sync_upstreams printed before failing, as it does when a server was not reached."""
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="could not be reached"):
+        call_command("sync_upstreams", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()

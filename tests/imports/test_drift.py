@@ -11,7 +11,7 @@ from apps.catalog.models import DriftFinding, ToolVersion
 from apps.catalog.services import drift_finding_review
 from apps.upstreams.models import Upstream
 from tests.factories import AgentFactory, TenantFactory
-from tests.imports.conftest import import_mcp, register_mcp_upstream, sync_upstreams
+from tests.imports.conftest import import_mcp, register_mcp_upstream, sync_upstreams, sync_upstreams_unreached
 from tests.mcp_upstream import free_port
 
 pytestmark = pytest.mark.django_db
@@ -173,7 +173,7 @@ def test_an_unreachable_server_is_reported_not_a_finding(published, shipping):
     Upstream.objects.filter(name="shipping").update(base_url=f"http://127.0.0.1:{free_port()}/mcp")
 
     # when
-    printed = sync_upstreams()
+    printed = sync_upstreams_unreached()
 
     # then
     assert printed.strip() == (
@@ -187,7 +187,7 @@ def test_a_server_the_egress_policy_refuses_is_not_contacted(published, shipping
     settings.TOOLHUB_EGRESS_ALLOW = []
     before = len(shipping.authorizations)
 
-    printed = sync_upstreams()
+    printed = sync_upstreams_unreached()
 
     assert "acme/shipping: not reached, nothing compared: upstream shipping is refused" in printed
     assert len(shipping.authorizations) == before

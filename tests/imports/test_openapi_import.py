@@ -171,6 +171,21 @@ def test_names_are_made_unique_in_the_tenant(tenant):
     assert [r.tool for r in report.results] == ["find_pets_2"]
 
 
+def test_an_operation_named_like_a_built_in_tool_gets_another_name(tenant):
+    document = {
+        "openapi": "3.1.0", "info": {"title": "Wishes", "version": "1"},
+        "paths": {"/wishes": {"post": {
+            "operationId": "request_capability", "summary": "Files a wish.",
+            "responses": {"201": {"description": "Filed."}},
+        }}},
+    }
+
+    report = _import(tenant, document, upstream="wishes", base_url="https://wishes.example.com")
+
+    assert [r.tool for r in report.results] == ["request_capability_2"]
+    assert not Tool.objects.filter(name="request_capability").exists()
+
+
 BROKEN = {
     "a $ref to nothing": (
         lambda d: d["paths"]["/pets"]["get"]["parameters"].append({"$ref": "#/components/parameters/Gone"}),

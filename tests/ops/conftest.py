@@ -32,6 +32,11 @@ from tests.gateway.conftest import _reset_runs, agent, api, publish_tool, sessio
 ROOT = Path(__file__).resolve().parents[2]
 # The body limit the test gunicorn runs with (TOOLHUB_MAX_BODY_BYTES, the settings' default).
 SERVER_MAX_BODY_BYTES = 1_048_576
+# The admin's body limit (TOOLHUB_ADMIN_MAX_BODY_BYTES, the settings' default).
+SERVER_ADMIN_MAX_BODY_BYTES = 6_291_456
+# How long it waits for a request body (TOOLHUB_BODY_READ_TIMEOUT_S), shorter than the
+# default so the tests of slow bodies wait less.
+SERVER_BODY_READ_TIMEOUT_S = 2
 
 
 class LogCapture:
@@ -205,6 +210,8 @@ def gunicorn_server(throwaway_postgres: ThrowawayPostgres) -> Iterator[Server]:
         "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{port}",
         "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "1000000",
         "TOOLHUB_MAX_BODY_BYTES": str(SERVER_MAX_BODY_BYTES),
+        "TOOLHUB_ADMIN_MAX_BODY_BYTES": str(SERVER_ADMIN_MAX_BODY_BYTES),
+        "TOOLHUB_BODY_READ_TIMEOUT_S": str(SERVER_BODY_READ_TIMEOUT_S),
         "GUNICORN_BIND": f"127.0.0.1:{port}",
         "WEB_CONCURRENCY": "2",
         "LOG_LEVEL": "INFO",

@@ -11,12 +11,12 @@ import re
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.ops.conftest import ROOT, free_port, wait_until
+from tests.ops.make_run import alive, descendants, make_run_environment
 
 pytestmark = pytest.mark.slow
 
@@ -28,52 +28,6 @@ IDLE_CHATTER = ("Sending due task", "] received", "] succeeded in", "Booting wor
 BEAT_PERIOD_S = 10
 
 
-def _environment(var_dir: Path, port: int, mcp_port: int) -> dict[str, str]:
-    """The developer's environment less the test run's settings, on a scratch var dir:
-    whatever their .env says, nothing of theirs is used or overwritten."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("TOOLHUB_", "LOG_", "DJANGO_", "PROMETHEUS_"))
-        and name not in {"DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL"}
-    }
-    env.update(
-        TOOLHUB_PORT=str(port),
-        TOOLHUB_DEMO_MCP_PORT=str(mcp_port),
-        TOOLHUB_VAR_DIR=str(var_dir),
-        DATABASE_URL=f"sqlite:///{var_dir / 'toolhub.sqlite3'}",
-        CELERY_BROKER_URL="filesystem://",
-        CACHE_URL=f"filecache://{var_dir / 'cache'}",
-        LOG_LEVEL="INFO",
-    )
-    return env
-
-
-def _descendants(pid: int) -> set[int]:
-    """Every live process below `pid` (run.sh starts each service in a session of its own)."""
-    parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all_with_0(tmp_path):
     port, mcp_port, var_dir = free_port(), free_port(), tmp_path / "var"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
@@ -81,7 +35,7 @@ def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all
         run = subprocess.Popen(
             [str(ROOT / "scripts" / "run.sh")],
             cwd=ROOT,
-            env=_environment(var_dir, port, mcp_port),
+            env=make_run_environment(var_dir, port, mcp_port),
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
@@ -95,7 +49,7 @@ def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all
             what="the banner",
         )
         assert run.poll() is None, err.read_text()[-3000:]
-        children = _descendants(run.pid)
+        children = descendants(run.pid)
         ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5)
         refused = httpx.get(f"http://127.0.0.1:{port}/api/v1/tools", timeout=5)
         demo_mcp = httpx.get(f"http://127.0.0.1:{mcp_port}/healthz", timeout=5)
@@ -121,7 +75,7 @@ def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all
         assert [line for line in lines if any(chatter in line for chatter in IDLE_CHATTER)] == []
         assert code == 0, err.read_text()[-3000:]
         assert "Stopped." in printed
-        assert children and [pid for pid in children if _alive(pid)] == []
+        assert children and [pid for pid in children if alive(pid)] == []
         assert var_dir.joinpath("toolhub.sqlite3").exists()
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"http://127.0.0.1:{mcp_port}/healthz", timeout=5)
@@ -129,5 +83,5 @@ def test_make_run_shows_its_banner_when_up_logs_plain_lines_and_ctrl_c_stops_all
         if run.poll() is None:
             run.kill()
         for pid in children:
-            if _alive(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)

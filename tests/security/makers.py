@@ -249,8 +249,8 @@ def _credential(rows: TenantRows) -> models.Model:
         tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-key", kind="bearer", field="", value="",
         per_subject=True, actor=f"admin:{rows.slug}-staff",
     )
-    credential_set_for_subject(credential=credential, subject=f"{rows.slug}-user",
-                               value=f"{rows.slug}-token-0000", actor="test")
+    credential_set_for_subject(credential=credential, agent_id=rows["tenancy.Agent"].pk,
+                               subject=f"{rows.slug}-user", value=f"{rows.slug}-token-0000", actor="test")
     return credential
 
 

@@ -167,7 +167,7 @@ def test_the_credential_reaches_the_upstream_and_nothing_else(orders_api, caplog
 
     responses.append(crm_lookup("u-1", "c1"))
     responses.append(api.put("/api/v1/credentials/crm-key/subjects/u-1", {"value": users_token},
-                             format="json"))
+                             format="json", HTTP_X_TOOLHUB_SESSION=sessions["u-1"]))
     responses.extend([crm_lookup("u-1", "c2"), crm_lookup("u-2", "c3")])
     # and people look at what happened: the tool exports, the catalog export, the admin
     responses.extend(api.get(f"/api/v1/tools?format={f}") for f in ("openai", "anthropic", "mcp", "toolhub"))

@@ -44,6 +44,21 @@ def granted_tool(tenant: Tenant | None, agent: Agent, name: str, callable_: str)
     return tool
 
 
+def add_tool_in_admin(staff: Client, name: str, *, summary: str = ""):
+    """A curator's POST of the admin's "add tool" form, without versions."""
+    return staff.post(reverse("admin:catalog_tool_add"), {
+        "name": name, "tenant": "", "summary": summary,
+        "versions-TOTAL_FORMS": 0, "versions-INITIAL_FORMS": 0,
+    })
+
+
+def name_refused_in_admin(agent: Agent, name: str) -> list[str]:
+    """Why the admin refuses a tool of that name to a curator of the agent's tenant."""
+    refused = add_tool_in_admin(logged_in(staff_user("curator", tenant=agent.tenant)), name)
+    assert refused.status_code == 200
+    return refused.context["adminform"].form.errors["name"]
+
+
 def toolset_of(tenant: Tenant | None, name: str, phases: list[str], tools: list[Tool] = ()) -> Toolset:
     toolset = Toolset.objects.create(name=name, tenant=tenant)
     toolset.tools.set(tools)
@@ -104,10 +119,7 @@ def test_another_tenant_creates_its_own_refund_payment_and_calling_it_runs_its_o
     granted_tool(acme.tenant, acme, "refund_payment", "tests.reject")
     globex_staff = logged_in(staff_user("globex-staff", tenant=globex.tenant))
 
-    created = globex_staff.post(reverse("admin:catalog_tool_add"), {
-        "name": "refund_payment", "tenant": "", "summary": "globex refunds",
-        "versions-TOTAL_FORMS": 0, "versions-INITIAL_FORMS": 0,
-    })
+    created = add_tool_in_admin(globex_staff, "refund_payment", summary="globex refunds")
 
     assert created.status_code == 302, created.context["adminform"].errors if created.context else ""
     tool = Tool.objects.get(name="refund_payment", tenant=globex.tenant)
@@ -124,15 +136,8 @@ def test_another_tenant_creates_its_own_refund_payment_and_calling_it_runs_its_o
 
 def test_a_tenants_tool_cannot_shadow_a_shared_one(globex):
     ToolFactory(name="search_orders")
-    globex_staff = logged_in(staff_user("globex-staff", tenant=globex.tenant))
 
-    refused = globex_staff.post(reverse("admin:catalog_tool_add"), {
-        "name": "search_orders", "tenant": "", "summary": "",
-        "versions-TOTAL_FORMS": 0, "versions-INITIAL_FORMS": 0,
-    })
-
-    assert refused.status_code == 200
-    assert refused.context["adminform"].form.errors["name"] == [
+    assert name_refused_in_admin(globex, "search_orders") == [
         "The shared catalog already has a tool named search_orders, which this tenant's agents see; "
         "choose another name."
     ]
@@ -218,3 +223,25 @@ def test_a_shared_toolsets_phase_cannot_hold_a_tenants_tool(acme):
         "A shared toolset holds only shared tools (every tenant's agents see it); remove acme_tool."
     ]}]
     assert not Toolset.objects.exists()
+
+
+def test_a_tool_cannot_take_the_name_of_a_built_in_tool(globex):
+    # a curator of globex adding a tool named like the built-in request_capability is refused,
+    # saying why, and neither a tenant's nor a shared tool can take it
+    assert name_refused_in_admin(globex, "request_capability") == [
+        "request_capability is the name of a tool ToolHub itself offers every agent: a catalog tool "
+        "of that name would never be called (the built-in one answers). Choose another name."
+    ]
+    with pytest.raises(ValidationError, match="ToolHub itself offers every agent"):
+        tool_save(tool=Tool(tenant=None, name="request_capability"), actor="admin:root")
+    assert not Tool.objects.filter(name="request_capability").exists()
+
+
+def test_renaming_a_tool_to_a_built_in_name_is_refused(globex):
+    tool = tool_save(tool=Tool(tenant=globex.tenant, name="ask_for_more"), actor="curator")
+    tool.name = "request_capability"
+
+    with pytest.raises(ValidationError, match="ToolHub itself offers every agent"):
+        tool_save(tool=tool, actor="curator")
+
+    assert Tool.objects.get(pk=tool.pk).name == "ask_for_more"

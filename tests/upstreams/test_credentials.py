@@ -22,6 +22,7 @@ from apps.upstreams.services import (
     credentials_rotate,
     upstream_save,
 )
+from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +64,8 @@ def test_rotation_moves_every_value_to_the_newest_key(acme, settings, fernet_key
     settings.TOOLHUB_ENCRYPTION_KEYS = [old]
     credential = _credential(acme, "crm", kind="bearer", per_subject=True, value="")
     _credential(acme)
-    credential_set_for_subject(credential=credential, subject="u-1", value="user-token-0001", actor="test")
+    credential_set_for_subject(credential=credential, agent_id=AgentFactory(tenant=acme).pk, subject="u-1",
+                               value="user-token-0001", actor="test")
     upstream = _upstream(acme, Credential.objects.get(name="orders-key"))
 
     # A new key first: what the old one encrypted still decrypts, before any rotation.
@@ -155,19 +157,25 @@ def test_a_credential_that_cannot_work_is_refused_without_quoting_it(acme, kind,
     assert not value or value not in str(refused.value)
 
 
-def test_a_per_user_credential_uses_the_sessions_own_token(acme):
+def test_a_per_user_credential_uses_the_sessions_own_token_registered_by_the_calling_agent(acme):
     credential = _credential(acme, "crm", per_subject=True, value="")
     upstream = _upstream(acme, credential)
-    credential_set_for_subject(credential=credential, subject="u-1", value="token-of-u-1-xyz", actor="test")
+    agent, other_agent = AgentFactory(tenant=acme, name="bot"), AgentFactory(tenant=acme, name="other-bot")
+    credential_set_for_subject(credential=credential, agent_id=agent.pk, subject="u-1",
+                               value="token-of-u-1-xyz", actor="test")
 
-    own = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1")
+    own = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1", agent_id=agent.pk)
     with pytest.raises(SubjectCredentialMissing) as other:
-        upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-2")
+        upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-2", agent_id=agent.pk)
     with pytest.raises(SubjectCredentialMissing):
-        upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="")
-    credential_delete_for_subject(credential=credential, subject="u-1", actor="test")
+        upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1", agent_id=other_agent.pk)
     with pytest.raises(SubjectCredentialMissing):
-        upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1")
+        upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="", agent_id=agent.pk)
+    assert not credential_delete_for_subject(credential=credential, agent_id=other_agent.pk, subject="u-1",
+                                             actor="test")
+    credential_delete_for_subject(credential=credential, agent_id=agent.pk, subject="u-1", actor="test")
+    with pytest.raises(SubjectCredentialMissing):
+        upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1", agent_id=agent.pk)
 
     assert own.auth_headers == {"Authorization": "Bearer token-of-u-1-xyz"}
     assert other.value.kind == "forbidden" and other.value.credential_name == "crm"

@@ -13,6 +13,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
 
+from apps.tenancy.models import Agent
+from apps.tenancy.services import session_mint
 from apps.upstreams.models import Credential, Upstream
 from apps.upstreams.selectors import upstream_for_call
 from apps.upstreams.services import upstream_save
@@ -62,15 +64,18 @@ def test_a_secret_through_every_path_is_stored_only_encrypted(
     responses.append(acme_staff.post(change, {"kind": "bearer", "value": f"{mark}\x00-nul", **inline}))
     # API: a user's token, a refused one, and one for a credential that is not per user.
     url = "/api/v1/credentials/{}/subjects/u-1"
-    responses.append(acme_api.put(url.format("crm"), {"value": f"{mark}-api-0004"}, format="json"))
-    responses.append(acme_api.put(url.format("crm"), {"value": f"{mark}\n-api"}, format="json"))
-    responses.append(acme_api.put(url.format("cli-key"), {"value": f"{mark}-api-0005"}, format="json"))
-    responses.append(acme_api.put(url.format("nope"), {"value": f"{mark}-api-0006"}, format="json"))
+    bot = Agent.objects.get(tenant=acme, name="acme-bot")
+    session = {"HTTP_X_TOOLHUB_SESSION": session_mint(tenant_id=acme.pk, agent_id=bot.pk, subject="u-1",
+                                                      attributes={}, ttl_s=900)[0]}
+    for name, value in (("crm", f"{mark}-api-0004"), ("crm", f"{mark}\n-api"),
+                        ("cli-key", f"{mark}-api-0005"), ("nope", f"{mark}-api-0006")):
+        responses.append(acme_api.put(url.format(name), {"value": value}, format="json", **session))
     # Rotation to a new key, then what an executor gets.
     settings.TOOLHUB_ENCRYPTION_KEYS = [fernet_keys[1], fernet_keys[0]]
     call_command("rotate_credentials", stdout=out, stderr=out)
     resolved = [
-        upstream_for_call(tenant_id=acme.pk, name=name, subject="u-1") for name in ("cli-api", "crm-api")
+        upstream_for_call(tenant_id=acme.pk, name=name, subject="u-1", agent_id=bot.pk)
+        for name in ("cli-api", "crm-api")
     ]
     for page in ("admin:upstreams_credential_changelist", "admin:upstreams_upstream_changelist",
                  "admin:audit_auditevent_changelist"):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from apps.audit.models import AuditEvent
+from apps.tenancy.models import Agent
+from apps.tenancy.services import session_mint
 from apps.upstreams.errors import SubjectCredentialMissing
 from apps.upstreams.models import SubjectCredential, Upstream
 from apps.upstreams.selectors import upstream_for_call
@@ -16,6 +18,13 @@ pytestmark = pytest.mark.django_db
 
 TOKEN = "user-token-5e6f7a8b9c0d"
 URL = "/api/v1/credentials/{}/subjects/{}"
+
+
+def in_session(tenant, subject: str) -> dict[str, str]:
+    """The session header of `subject` for the tenant's agent (the one `agent_api` made)."""
+    bot = Agent.objects.get(tenant=tenant, name=f"{tenant.slug}-bot")
+    token, _ = session_mint(tenant_id=tenant.pk, agent_id=bot.pk, subject=subject, attributes={}, ttl_s=900)
+    return {"HTTP_X_TOOLHUB_SESSION": token}
 
 
 def _per_user(tenant, name: str = "crm"):
@@ -29,11 +38,13 @@ def _per_user(tenant, name: str = "crm"):
 def test_a_registered_token_is_used_for_that_users_calls_and_never_answered(acme, acme_api):
     _per_user(acme)
 
-    put = acme_api.put(URL.format("crm", "u-1001"), {"value": TOKEN}, format="json")
-    replaced = acme_api.put(URL.format("crm", "u-1001"), {"value": TOKEN + "-2"}, format="json")
+    session = in_session(acme, "u-1001")
+    put = acme_api.put(URL.format("crm", "u-1001"), {"value": TOKEN}, format="json", **session)
+    replaced = acme_api.put(URL.format("crm", "u-1001"), {"value": TOKEN + "-2"}, format="json", **session)
 
     assert put.status_code == replaced.status_code == 204 and put.content == b""
-    resolved = upstream_for_call(tenant_id=acme.pk, name="crm-api", subject="u-1001")
+    bot = Agent.objects.get(tenant=acme, name="acme-bot")
+    resolved = upstream_for_call(tenant_id=acme.pk, name="crm-api", subject="u-1001", agent_id=bot.pk)
     assert resolved.auth_headers == {"Authorization": f"Bearer {TOKEN}-2"}
     assert list(AuditEvent.objects.filter(tenant=acme, action__startswith="credential.subject")
                 .order_by("at").values_list("action", "data")) == [
@@ -44,14 +55,16 @@ def test_a_registered_token_is_used_for_that_users_calls_and_never_answered(acme
 
 def test_delete_forgets_the_token(acme, acme_api):
     _per_user(acme)
-    acme_api.put(URL.format("crm", "u-1001"), {"value": TOKEN}, format="json")
+    session = in_session(acme, "u-1001")
+    acme_api.put(URL.format("crm", "u-1001"), {"value": TOKEN}, format="json", **session)
 
-    deleted = acme_api.delete(URL.format("crm", "u-1001"))
-    again = acme_api.delete(URL.format("crm", "u-1001"))
+    deleted = acme_api.delete(URL.format("crm", "u-1001"), **session)
+    again = acme_api.delete(URL.format("crm", "u-1001"), **session)
 
     assert deleted.status_code == again.status_code == 204
+    bot = Agent.objects.get(tenant=acme, name="acme-bot")
     with pytest.raises(SubjectCredentialMissing):
-        upstream_for_call(tenant_id=acme.pk, name="crm-api", subject="u-1001")
+        upstream_for_call(tenant_id=acme.pk, name="crm-api", subject="u-1001", agent_id=bot.pk)
     assert AuditEvent.objects.filter(action="credential.subject_delete").count() == 1
 
 
@@ -91,7 +104,7 @@ def test_a_platform_credential_is_not_the_tenants(acme, acme_api):
 def test_a_malformed_body_is_refused_without_echoing_the_value(acme, acme_api, body, path):
     _per_user(acme)
 
-    response = acme_api.put(URL.format("crm", "u-1"), body, format="json")
+    response = acme_api.put(URL.format("crm", "u-1"), body, format="json", **in_session(acme, "u-1"))
 
     assert response.status_code == 400 and response.json()["kind"] == "invalid_args"
     assert [d["path"] for d in response.json()["details"]] == [path]
@@ -103,7 +116,8 @@ def test_a_credential_with_one_value_for_everyone_takes_no_users_tokens(acme, ac
     credential_set(tenant=acme, name="orders-key", kind="bearer", field="", value="shared-secret-1234",
                    per_subject=False, actor="test")
 
-    response = acme_api.put(URL.format("orders-key", "u-1"), {"value": TOKEN}, format="json")
+    response = acme_api.put(URL.format("orders-key", "u-1"), {"value": TOKEN}, format="json",
+                            **in_session(acme, "u-1"))
 
     assert response.status_code == 400 and "not per end user" in response.json()["details"][0]["problem"]
     assert not SubjectCredential.objects.exists()
@@ -122,7 +136,8 @@ def test_a_hostile_body_is_refused_with_an_envelope_and_stores_nothing(acme, acm
     _per_user(acme)
     raw = BODIES[name] if name in BODIES else embed({"value": "x"}, ("value",), VALUES[name[7:]])
 
-    response = acme_api.generic("PUT", URL.format("crm", "u-1"), raw, content_type="application/json")
+    response = acme_api.generic("PUT", URL.format("crm", "u-1"), raw, content_type="application/json",
+                                **in_session(acme, "u-1"))
 
     assert 400 <= response.status_code < 500, (response.status_code, response.content[:200])
     body = response.json()
@@ -134,8 +149,11 @@ def test_the_schema_documents_the_endpoint_without_a_value_in_any_answer(client)
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
 
     operations = schema["paths"]["/api/v1/credentials/{name}/subjects/{subject}"]
-    assert set(operations["put"]["responses"]) == {"204", "400", "401", "404", "413", "415", "503"}
-    assert set(operations["delete"]["responses"]) == {"204", "401", "404", "503"}
+    assert set(operations["put"]["responses"]) == {"204", "400", "401", "403", "404", "413", "415", "503"}
+    assert set(operations["delete"]["responses"]) == {"204", "400", "401", "403", "404", "503"}
+    for method in ("put", "delete"):
+        header = next(p for p in operations[method]["parameters"] if p["name"] == "X-ToolHub-Session")
+        assert (header["in"], header["required"]) == ("header", True)
     assert "content" not in operations["put"]["responses"]["204"]
     body = operations["put"]["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
     assert schema["components"]["schemas"][body]["required"] == ["value"]

@@ -12,12 +12,16 @@ import environ
 
 from apps.common.logs import logging_config_from_env
 
+from .env_files import load_env_files
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# The environment wins, then what `make run` derived (var/run.env), then .env: a command in a
+# second shell sees the settings the running demo sees (toolhub/settings/env_files.py).
+load_env_files(BASE_DIR)
 # Where the zero-service defaults keep their files: SQLite, the filesystem broker, beat's
-# schedule, collected static files (and `make run`'s file cache).
+# schedule, collected static files (and `make run`'s file cache and run.env).
 VAR_DIR = Path(env.str("TOOLHUB_VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -52,6 +56,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so every response (redirects and errors included) and every log line has the id.
     "apps.common.middleware.RequestIdMiddleware",
+    # Before anything that reads a body (CSRF reads the admin's forms).
+    "apps.common.middleware.BodyRefusalMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files from gunicorn: `make run` has no separate web server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -145,8 +151,13 @@ STATIC_ROOT = VAR_DIR / "static"
 # The admin's stylesheet and the vendored chart library (no CDN: static/vendor/).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
-# Bodies over this size answer 413 before anything is parsed.
+# Bodies over this size answer 413 before anything is parsed (apps/common/wsgi.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("TOOLHUB_MAX_BODY_BYTES", default=1_048_576)
+# The admin's pages take uploads (an OpenAPI document of up to 5 MB, with the form around it).
+TOOLHUB_ADMIN_MAX_BODY_BYTES = env.int("TOOLHUB_ADMIN_MAX_BODY_BYTES", default=6_291_456)
+# How long a request body may take to arrive, from its headers on: a client sending it a
+# byte at a time holds a server thread, this long at most.
+TOOLHUB_BODY_READ_TIMEOUT_S = env.float("TOOLHUB_BODY_READ_TIMEOUT_S", default=10.0)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["apps.tenancy.authentication.AgentKeyAuthentication"],

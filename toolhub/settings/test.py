@@ -1,7 +1,12 @@
 """Test settings: PostgreSQL, Redis and a real broker, as `make test` provides them."""
 
-from .base import *  # noqa: F403
-from .base import cache_from_env, env
+import os
+
+# Tests never read the run.env a developer's `make run` left under var/ (env_files.py).
+os.environ["TOOLHUB_RUN_ENV"] = ""
+
+from .base import *  # noqa: E402, F403
+from .base import cache_from_env, env  # noqa: E402
 
 DATABASES = {
     "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/toolhub"),

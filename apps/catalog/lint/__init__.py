@@ -9,7 +9,9 @@ them from the database is `apps/catalog/selectors.py`. Errors block publishing
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+
+from apps.common.builtin_tools import BUILTIN_TOOL_NAMES
 
 from .config_checks import (
     check_egress,
@@ -53,6 +55,7 @@ def lint_tool(
     """Every finding of one tool version; `others` are the tools a model may see beside it.
     With `deployment`, also whether its executor can run there (secrets, URL, egress)."""
     findings = [
+        *check_name(tool),
         *check_objects(tool),
         *check_properties(tool),
         *check_description(tool),
@@ -65,6 +68,18 @@ def lint_tool(
     if deployment is not None:
         findings += [*check_platform_settings(tool, deployment), *check_egress(tool, deployment)]
     return sorted_findings(Finding(**{**f.__dict__, "tool": tool.name}) for f in findings)
+
+
+def check_name(tool: ToolDefinition) -> Iterator[Finding]:
+    """A catalog tool cannot take a built-in tool's name (the catalog refuses it since; older
+    rows may still have one)."""
+    if tool.name in BUILTIN_TOOL_NAMES:
+        yield Finding(
+            ERROR, "reserved-name", "name",
+            f"{tool.name} is the name of a tool ToolHub itself offers every agent: the built-in one "
+            "answers, so this tool is never called.",
+            "Rename the tool (Catalog → Tools): its versions, grants and toolsets follow the tool.",
+        )
 
 
 def lint_toolset(

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..definitions import BODYLESS_METHODS, DEFAULT_HTTP_METHOD, path_placeholders, platform_settings_named
+from ..definitions import (
+    BODYLESS_METHODS,
+    DEFAULT_HTTP_METHOD,
+    path_placeholders,
+    path_problems,
+    platform_settings_named,
+)
 from ..normalizers import STRING_OPS, normalize_value
 from .findings import ERROR, WARNING, Deployment, Finding, ToolDefinition
 
@@ -78,11 +84,22 @@ def check_normalizers(tool: ToolDefinition) -> Iterable[Finding]:
 
 
 def check_http_mapping(tool: ToolDefinition) -> Iterable[Finding]:
-    """An http version's request mapping against its parameters: what is never sent, what a
-    call may lack, and a body where servers drop it."""
+    """An http version's request mapping against its parameters: a path that leaves the base
+    URL (saving refuses it; a row stored before the rule still has it), what is never sent,
+    what a call may lack, and a body where servers drop it."""
     config = tool.executor_config or {}
     if tool.executor != "http" or not isinstance(tool.parameters, Mapping):
         return
+    for key in ("path", "status_path"):
+        if problems := path_problems(str(config.get(key, ""))):
+            yield Finding(
+                ERROR, "path-leaves-base", f"executor_config/{key}",
+                f"{key} {config[key]!r} would send the request, with the upstream's credential, "
+                f"elsewhere than under its base URL: {'; '.join(problems)}. Calls are refused with "
+                "nothing sent.",
+                "Make it a path under the base URL: start with '/', no '.' or '..' segments, e.g. "
+                "'/orders/{order_id}'.",
+            )
     properties = tool.parameters.get("properties") or {}
     required = set(tool.parameters.get("required") or ())
     method = str(config.get("method", DEFAULT_HTTP_METHOD))

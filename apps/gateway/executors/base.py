@@ -31,6 +31,8 @@ class ExecutionRequest:
     platform_owned: bool = False
     # The calling tenant: whose upstreams and credentials the call may use.
     tenant_id: int | None = None
+    # The calling agent: an end user's own token is sent only for the agent that registered it.
+    agent_id: int | None = None
 
 
 class ExecutionError(Exception):

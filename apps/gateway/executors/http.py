@@ -34,7 +34,7 @@ from urllib.parse import quote, urlencode
 import httpx
 from django.conf import settings
 
-from apps.catalog.definitions import platform_settings_named
+from apps.catalog.definitions import path_problems, platform_settings_named
 from apps.common.errors import (
     BusinessRuleError,
     InvalidArgsError,
@@ -141,7 +141,9 @@ def _upstream_endpoint(request: ExecutionRequest, name: str) -> Endpoint:
     not connected their account); nothing is sent."""
     try:
         owner = None if request.platform_owned else request.tenant_id
-        upstream = upstream_for_call(tenant_id=owner, name=name, subject=request.subject)
+        upstream = upstream_for_call(
+            tenant_id=owner, name=name, subject=request.subject, agent_id=request.agent_id
+        )
     except (UpstreamNotFound, SubjectCredentialMissing) as exc:
         logger.warning(
             "%s v%s refused, nothing sent: %s", request.tool_name, request.version_number, exc.message
@@ -161,9 +163,37 @@ def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint
     url = endpoint.base_url + parts.path
     if query:
         url += ("&" if "?" in url else "?") + urlencode(query, quote_via=quote)
-    return _CLIENT.build_request(
+    outgoing = _CLIENT.build_request(
         parts.method, url, headers=headers, json=parts.json_body, timeout=httpx.Timeout(request.timeout_s)
     )
+    if reason := _off_base(endpoint.base_url, parts.path, outgoing.url):
+        raise _unavailable(request, reason)
+    return outgoing
+
+
+def _off_base(base_url: str, path: str, url: httpx.URL) -> str | None:
+    """Why the request built from `path` would not go under `base_url`, or None. Saving refuses
+    such paths; this catches a row stored before the rule, or changed by SQL, before the
+    credentials it carries leave: the same scheme, userinfo, host and port, and a path under
+    the base's (httpx has already resolved '..' when it parsed the URL, so dots are judged in
+    `path` as filled)."""
+    base = httpx.URL(base_url)
+    if (url.scheme, url.userinfo, url.host, url.port) != (base.scheme, base.userinfo, base.host, base.port):
+        return (
+            f"its path leads to {url.host}:{url.port or _default_port(url)}, not to its upstream's "
+            f"{base.host}:{base.port or _default_port(base)}"
+        )
+    if problems := path_problems(path):
+        return f"its path would leave its upstream's base URL ({'; '.join(problems)})"
+    base_path = base.raw_path.partition(b"?")[0].rstrip(b"/")
+    sent_path = url.raw_path.partition(b"?")[0]
+    if sent_path != base_path and not sent_path.startswith(base_path + b"/"):
+        return f"its path leads out of its upstream's base path {base_path.decode()!r}"
+    return None
+
+
+def _default_port(url: httpx.URL) -> int:
+    return 443 if url.scheme == "https" else 80
 
 
 def _config_refusal(request: ExecutionRequest) -> str | None:
@@ -302,6 +332,8 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
     parts = status_parts(request.config, idempotency_key=request.idempotency_key)
     try:
         response = _within_timeout(request, partial(_CLIENT.send, _outgoing(request, parts, endpoint)))
+    except ExecutionRejected as exc:
+        return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
     except EgressRefused as exc:
         return ReconcileAnswer(found=None, note=f"not asked, egress policy: {exc.reason}", retry=False)
     except httpx.InvalidURL:

@@ -9,6 +9,7 @@ of listed arguments. `response_pointer` selects the part of the answer that is t
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -139,7 +140,9 @@ def _refused(name: str, problem: str, hint: str) -> InvalidArgsError:
 
 def _path_segment(name: str, value: Any) -> str:
     """One path segment: every reserved character percent-encoded, so a value never adds a
-    segment; empty, '.' and '..' are refused, since they would name another resource."""
+    segment; empty, '.' and '..' are refused, since they would name another resource, and so
+    is a value with a '.' or '..' part between slashes: a server that decodes %2F before
+    resolving the path would climb out of the base's."""
     if value is None:
         raise _refused(name, "is needed: it fills a part of the request's path", f"Give {name}.")
     if not isinstance(value, _SCALARS):
@@ -149,6 +152,9 @@ def _path_segment(name: str, value: Any) -> str:
     if text in ("", ".", ".."):
         raise _refused(name, f"cannot be {text!r}: it fills a part of the request's path",
                        f"Give the {name} of an existing object.")
+    if {".", ".."} & set(re.split(r"[/\\]", text)):
+        raise _refused(name, "cannot hold a '.' or '..' between slashes: it fills a part of the "
+                       "request's path", f"Give the {name} of an existing object.")
     return quote(text, safe="")
 
 

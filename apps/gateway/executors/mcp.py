@@ -77,7 +77,9 @@ def _upstream(request: ExecutionRequest) -> ResolvedUpstream:
     name = str(request.config.get("upstream"))
     try:
         owner = None if request.platform_owned else request.tenant_id
-        upstream = upstream_for_call(tenant_id=owner, name=name, subject=request.subject)
+        upstream = upstream_for_call(
+            tenant_id=owner, name=name, subject=request.subject, agent_id=request.agent_id
+        )
     except (UpstreamNotFound, SubjectCredentialMissing) as exc:
         logger.warning(
             "%s v%s refused, nothing sent: %s", request.tool_name, request.version_number, exc.message

@@ -32,7 +32,18 @@ class Command(BaseCommand):
             document, _ = tenant_catalog_snapshot(tenant=tenant)
         text = document_yaml(document)
         if options["out"]:
-            Path(options["out"]).write_text(text, encoding="utf-8")
+            _write(Path(options["out"]), text, suggested=f"{tenant.slug}.yaml")
             self.stderr.write(f"Wrote the catalog of {tenant.slug} to {options['out']}.")
         else:
             self.stdout.write(text, ending="")
+
+
+def _write(path: Path, text: str, *, suggested: str) -> None:
+    """Write the file, making its missing directories; CommandError when it cannot be written."""
+    if path.is_dir():
+        raise CommandError(f"--out {path} is a directory: name a file, e.g. --out {path / suggested}.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"Cannot write {path}: {exc.strerror or exc}.") from None

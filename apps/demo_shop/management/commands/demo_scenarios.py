@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.demo_shop.scenarios import ScenarioFailed, ScenarioResult, demo_scenarios_run
+from apps.demo_shop.scenarios import ScenarioFailed, ScenarioResult, ServerNotAnswering, demo_scenarios_run
 
 
 class Command(BaseCommand):
@@ -18,14 +18,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        port = os.environ.get("TOOLHUB_PORT", "8000")
-        parser.add_argument("--url", default=f"http://127.0.0.1:{port}",
-                            help="The running ToolHub (default: make run's, on TOOLHUB_PORT).")
+        parser.add_argument("--url", help="The running ToolHub (default: make run's, "
+                            "http://127.0.0.1:TOOLHUB_PORT).")
         parser.add_argument("--wait", type=float, default=60,
                             help="Seconds to wait for the worker's reconciliation in each scenario.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        base_url = options["url"].rstrip("/")
+        make_runs = f"http://127.0.0.1:{os.environ.get('TOOLHUB_PORT', '8000')}"
+        base_url = (options["url"] or make_runs).rstrip("/")
         self.stdout.write(f"Calling {base_url} as support-bot for u-1001 (a refund times out on purpose: "
                           "a few seconds)…")
 
@@ -35,6 +35,10 @@ class Command(BaseCommand):
 
         try:
             demo_scenarios_run(base_url=base_url, wait_s=options["wait"], report=report)
+        except ServerNotAnswering as exc:
+            tried = "--url" if options["url"] else "make run's address (no --url given)"
+            raise CommandError(f"{exc} Start it, or pass --url with the address of the running "
+                               f"ToolHub: this tried {tried}.") from None
         except ScenarioFailed as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"Done. The dashboard: {base_url}/admin/dashboard/")

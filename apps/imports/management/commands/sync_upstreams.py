@@ -34,8 +34,20 @@ class Command(BaseCommand):
             where = f" named {options['upstream']!r}" if options["upstream"] else ""
             owner = f" that tenant {tenant.slug} may use" if tenant else ""
             raise CommandError(f"No MCP upstream{where}{owner}.")
+        unreached = []
         for upstream in upstreams:
-            print_sync(self, upstream_sync(upstream=upstream, actor=ACTOR, tenant=tenant))
+            report = upstream_sync(upstream=upstream, actor=ACTOR, tenant=tenant)
+            print_sync(self, report)
+            if not report.reached:
+                unreached.append(report.label)
+        if unreached:
+            # A check that compared nothing is not a clean bill of health: scripts and beat
+            # watchers must see it fail.
+            raise CommandError(
+                f"{len(unreached)} of {len(upstreams)} MCP server(s) could not be reached, so "
+                f"nothing was compared for {', '.join(unreached)}. Check that they run and that "
+                "the egress policy (TOOLHUB_EGRESS_ALLOW) allows them, then run sync_upstreams again."
+            )
 
 
 def print_sync(command: BaseCommand, report: SyncReport) -> None:
