@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('upstreams', '0002_drift_checks_and_status_tool'),
+        ('upstreams', '0003_subject_credential_agent'),
     ]
 
     operations = [
