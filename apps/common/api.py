@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError
+from django.db import DatabaseError, NotSupportedError, ProgrammingError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -43,6 +43,12 @@ def _validation_details(data: Any, prefix: str = "") -> list[ErrorDetail]:
             out.extend(_validation_details(item, f"{prefix}/{index}"))
         return out
     return [ErrorDetail(path=prefix or "/", problem=printable(str(data)))]
+
+
+def is_database_unavailable(exc: Exception) -> bool:
+    """A database error that may pass with time; not a query this database cannot run
+    (NotSupportedError, ProgrammingError: a bug, which waiting does not fix)."""
+    return isinstance(exc, DatabaseError) and not isinstance(exc, (NotSupportedError, ProgrammingError))
 
 
 def to_toolhub_error(exc: Exception) -> ToolHubError | None:
@@ -95,7 +101,7 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
             retry_after_s=wait,
             http_status=429,
         )
-    if isinstance(exc, DatabaseError):
+    if is_database_unavailable(exc):
         logger.error("database unavailable: %s", type(exc).__name__)
         # A write already recorded in the ledger may have run before the database went
         # away, so the answer never says "nothing happened" and never suggests new call ids:
