@@ -9,9 +9,10 @@ docs/admin-mcp-import.png (the server's tools as it lists them), then makes the 
 a description and runs sync_upstreams, as README "Govern an MCP server" step 6 does, and saves
 docs/admin-version.png, docs/admin-version-unsaved.png, docs/admin-dashboard.png (with the
 open drift finding), docs/admin-triage.png, docs/admin-triage-entry.png,
-docs/admin-invocations.png, docs/admin-payments-faults.png (an empty list explaining itself),
-docs/admin-openapi-import.png, docs/admin-credential.png, docs/admin-drift-findings.png and
-docs/admin-drift-finding.png. Both servers are stopped at the end, also on error.
+docs/admin-invocations.png, docs/admin-approval.png, docs/admin-payments-faults.png (an empty
+list explaining itself), docs/admin-openapi-import.png, docs/admin-credential.png,
+docs/admin-drift-findings.png and docs/admin-drift-finding.png. Both servers are stopped at
+the end, also on error.
 """
 
 from __future__ import annotations
@@ -228,6 +229,10 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.screenshot(path=str(ROOT / "docs/admin-triage-entry.png"), full_page=True)
         page.goto(f"{base}/admin/audit/invocation/")
         page.screenshot(path=str(ROOT / "docs/admin-invocations.png"))
+        # the pending approval, titled by its tool, task and call
+        page.goto(f"{base}/admin/ledger/pendingapproval/")
+        page.locator("#result_list a", has_text="refund_payment").first.click()
+        page.screenshot(path=str(ROOT / "docs/admin-approval.png"))
         page.goto(f"{base}/admin/demo_shop/paymentsfault/")
         page.screenshot(path=str(ROOT / "docs/admin-payments-faults.png"))
         # the provider's own OpenAPI document imported again: one result per operation
@@ -270,6 +275,7 @@ def main() -> None:
             shoot(base, draft)
     print("Saved docs/admin-mcp-import.png, admin-version.png, admin-version-unsaved.png, "
           "admin-dashboard.png,\nadmin-triage.png, admin-triage-entry.png, admin-invocations.png, "
+          "admin-approval.png, "
           "admin-payments-faults.png,\nadmin-openapi-import.png, admin-credential.png, "
           "admin-drift-findings.png, admin-drift-finding.png")
 

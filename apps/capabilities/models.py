@@ -17,7 +17,9 @@ class CapabilityStatus(models.TextChoices):
 class CapabilityReason(models.TextChoices):
     """Why agents could not do it: no such tool, or a tool of theirs called in the wrong step."""
 
-    UNKNOWN = "unknown", "missing: no such tool for the agent, or asked for"
+    UNKNOWN = "unknown", (
+        "missing: the agent has no tool of that name, or asked for one with request_capability"
+    )
     NOT_IN_PHASE = "not_in_phase", "exists, called outside its toolset or phase"
 
 

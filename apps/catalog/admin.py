@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldsetSpec
     from django_stubs_ext import WithAnnotations
 
+IMPORTED_FROM = "Imported from"
 JSON_FIELDS = ("parameters", "executor_config", "normalizers", "context_bindings", "rules", "approval")
 VERSION_FIELDSETS: _FieldsetSpec = (
     (None, {"fields": ("tool", "number", "status", "published_at", "changelog")}),
@@ -63,7 +64,7 @@ VERSION_FIELDSETS: _FieldsetSpec = (
     ("Execution", {"fields": ("side_effect", "executor", "executor_config", "mode", "timeout_s",
                               "max_chars", "approval")}),
     ("Checks before execution", {"fields": ("normalizers", "context_bindings", "rules", "loop_limit")}),
-    ("Imported from", {"fields": ("source_json",), "classes": ("collapse",)}),
+    (IMPORTED_FROM, {"fields": ("source_json",), "classes": ("collapse",)}),
 )
 # Set by the services (or an importer), never typed in.
 VERSION_MANAGED_FIELDS = ("number", "status", "published_at", "source_json")
@@ -201,12 +202,15 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         return actions
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> _FieldsetSpec:
+        # Only an importer's version says what it was made from.
+        fieldsets = [(title, options) for title, options in VERSION_FIELDSETS
+                     if title != IMPORTED_FROM or (obj is not None and obj.source)]
         if self._editable(request, obj):
-            return list(VERSION_FIELDSETS)
+            return fieldsets
         # Read-only: show the JSON parts indented instead of on one line.
         return [
             (title, {"fields": tuple(f"{f}_json" if f in JSON_FIELDS else f for f in options["fields"])})
-            for title, options in VERSION_FIELDSETS
+            for title, options in fieldsets
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:

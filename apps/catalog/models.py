@@ -96,15 +96,15 @@ class VersionStatus(models.TextChoices):
 
 
 class SideEffect(models.TextChoices):
-    READONLY = "readonly"
-    RECOMPUTABLE = "recomputable"
-    WRITE = "write"
+    READONLY = "readonly", "Read-only"
+    RECOMPUTABLE = "recomputable", "Recomputable"
+    WRITE = "write", "Write"
 
 
 class ExecutorKind(models.TextChoices):
-    PYTHON = "python"
-    HTTP = "http"
-    MCP = "mcp"
+    PYTHON = "python", "Python"
+    HTTP = "http", "HTTP"
+    MCP = "mcp", "MCP"
 
 
 class ExecutionMode(models.TextChoices):
@@ -357,7 +357,9 @@ class DriftFinding(TenantOwnedModel):
         max_length=80, help_text="Digest of the part that differs, before and now: the same drift, "
         "found again, is recognised by it."
     )
-    detected_at = models.DateTimeField(help_text="When the server was first seen listing `current`.")
+    detected_at = models.DateTimeField(
+        help_text="When the server was first seen listing the current definition."
+    )
     reviewed_at = models.DateTimeField(null=True, blank=True)
     reviewed_by = models.CharField(max_length=200, blank=True)
     review_note = models.TextField(blank=True)

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError, DataError
+from django.db import DatabaseError, DataError, NotSupportedError, ProgrammingError
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
@@ -43,6 +43,15 @@ def _validation_details(data: Any, prefix: str = "") -> list[ErrorDetail]:
             out.extend(_validation_details(item, f"{prefix}/{index}"))
         return out
     return [ErrorDetail(path=prefix or "/", problem=printable(str(data)))]
+
+
+def is_database_unavailable(exc: Exception) -> bool:
+    """A database error that may pass with time; not a query this database cannot run
+    (NotSupportedError, ProgrammingError: a bug, which waiting does not fix), nor a value it
+    refused (DataError: the request's fault)."""
+    return isinstance(exc, DatabaseError) and not isinstance(
+        exc, (DataError, NotSupportedError, ProgrammingError)
+    )
 
 
 def to_toolhub_error(exc: Exception) -> ToolHubError | None:
@@ -108,7 +117,7 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
             details=[ErrorDetail(path="/", problem="holds a value the database cannot store")],
             http_status=400,
         )
-    if isinstance(exc, DatabaseError):
+    if is_database_unavailable(exc):
         logger.error("database unavailable: %s", type(exc).__name__)
         # A write already recorded in the ledger may have run before the database went
         # away, so the answer never says "nothing happened" and never suggests new call ids:

@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DataError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from .api import to_toolhub_error
+from .api import is_database_unavailable, to_toolhub_error
 from .metrics import refusal_observed
 from .request_body import body_refusal_error
 from .request_context import REQUEST_ID_HEADER, bind_request_id, request_id_from
@@ -91,7 +91,7 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, DatabaseError):
+        if not isinstance(exception, DataError) and not is_database_unavailable(exception):
             return None
         error = to_toolhub_error(exception)
         assert error is not None

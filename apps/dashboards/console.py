@@ -8,11 +8,14 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import re2
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from jsonschema.exceptions import SchemaError
 
 from apps.audit.services import audit_record
 from apps.catalog.models import SideEffect, ToolVersion
+from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.common.errors import ToolHubError
 from apps.gateway.contracts import ToolCall
 from apps.gateway.selectors import agent_catalog, resolve_tool
@@ -27,13 +30,30 @@ SAMPLE_START_DATE, SAMPLE_END_DATE = "2026-01-01", "2026-01-31"
 
 
 def sample_arguments(parameters: Mapping[str, Any], bindings: Mapping[str, Any]) -> dict[str, Any]:
-    """Plausible arguments for a schema, to start from: first enum value, lower bounds, a month
-    with demo data for dates. Bound fields are left out: the session fills them, as for a model."""
-    return {
-        name: _sample(node, name)
-        for name, node in (parameters.get("properties") or {}).items()
-        if name not in bindings and isinstance(node, Mapping)
-    }
+    """Arguments to start from, each one its field accepts: the first enum value, the schema's
+    example, lower bounds, a month with demo data for dates; a field no such value fits (a
+    pattern without an example) is left for the curator to fill. Bound fields are left out:
+    the session fills them, as for a model."""
+    samples = {}
+    for name, node in (parameters.get("properties") or {}).items():
+        if name in bindings or not isinstance(node, Mapping):
+            continue
+        sample = _sample(node, name)
+        if sample is not _NOTHING:
+            samples[name] = sample
+    return samples
+
+
+_NOTHING = object()  # no value to suggest for a field
+
+
+def _accepted(node: Mapping[str, Any], *candidates: Any) -> Any:
+    """The first candidate the field's schema accepts, else _NOTHING."""
+    try:
+        validator = ToolSchemaValidator(node, format_checker=FORMAT_CHECKER)
+        return next((value for value in candidates if validator.is_valid(value)), _NOTHING)
+    except (SchemaError, re2.error, TypeError, ValueError):  # a schema lint flags; suggest nothing
+        return _NOTHING
 
 
 def _sample(node: Mapping[str, Any], name: str = "") -> Any:
@@ -41,19 +61,25 @@ def _sample(node: Mapping[str, Any], name: str = "") -> Any:
         return node["enum"][0]
     if "const" in node:
         return node["const"]
+    examples = node.get("examples")
+    given = [*(examples if isinstance(examples, list) else []),
+             *([node["example"]] if "example" in node else [])]
     kind = node.get("type")
     kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
     if kind == "integer" or kind == "number":
-        return node.get("minimum", 1)
+        return _accepted(node, *given, node.get("minimum", 1))
     if kind == "boolean":
         return False
     if kind == "array":
-        return []
+        return _accepted(node, *given, [])
     if kind == "object":
-        return {key: _sample(sub, key) for key, sub in (node.get("properties") or {}).items()}
+        sampled = {key: _sample(sub, key) for key, sub in (node.get("properties") or {}).items()
+                   if isinstance(sub, Mapping)}
+        return {key: value for key, value in sampled.items() if value is not _NOTHING}
     if node.get("format") == "date" or "\\d{4}-\\d{2}-\\d{2}" in str(node.get("pattern", "")):
-        return SAMPLE_END_DATE if "end" in name or name.endswith(("_to", "until")) else SAMPLE_START_DATE
-    return "example"
+        date = SAMPLE_END_DATE if "end" in name or name.endswith(("_to", "until")) else SAMPLE_START_DATE
+        return _accepted(node, *given, date)
+    return _accepted(node, *given, "example")
 
 
 def version_try(

@@ -32,13 +32,14 @@ class InvocationAdmin(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
     """Every call and its full envelope. Filters, search and counts stay index-bound, so the
     list is as fast with millions of rows as with a hundred (docs/performance.md)."""
 
-    # Fits a 1440 px window: long ids are cut, whole in their title (hover) and on the row's page.
+    # Fits a 1440 px window: long names are cut (whole in their title, on hover), ids wrap.
     list_display = ("created_at", "tenant_name", "agent_name", "tool", "outcome", "latency", "task", "call")
     list_select_related = ("tenant", "agent")
     list_filter = (fixed_choices_filter("status", "status", ENVELOPE_STATUSES),
                    fixed_choices_filter("kind", "error kind", _error_kinds()), ScopedToolNameFilter,
                    AgeFilter, "dry_run", ("tenant", admin.RelatedFieldListFilter))
     exact_search_fields = ("task_id", "call_id")
+    search_help_text = "A whole task id or call id, not a word of one (e.g. demo-20261201-221821-loop)."
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan of the table each
     paginator = EstimatedCountPaginator
@@ -76,16 +77,22 @@ class InvocationAdmin(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
 
     @admin.display(description="task", ordering="task_id")
     def task(self, obj: Invocation) -> str:
-        return shortened(obj.task_id, 20)
+        return whole_id(obj.task_id)
 
     @admin.display(description="call", ordering="call_id")
     def call(self, obj: Invocation) -> str:
-        return shortened(obj.call_id, 14)
+        return whole_id(obj.call_id)
 
 
 def milliseconds(value: float | None) -> str:
     """A latency as people read it: "3.4 ms"."""
     return "–" if value is None else f"{value:,.1f} ms"
+
+
+def whole_id(text: str) -> str:
+    """An id as it is, wrapped within its column rather than cut: ids that differ only at the
+    end (the demo's tasks) must stay apart."""
+    return format_html('<span class="toolhub-id toolhub-id-wrapped" title="{}">{}</span>', text, text)
 
 
 def shortened(text: str, chars: int) -> str:

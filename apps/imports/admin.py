@@ -32,7 +32,6 @@ from apps.common.admin import (
 
 from .adopt import drift_finding_new_draft
 from .errors import ImportRefused
-from .services import UNCHANGED
 from .sync import upstream_label_of
 
 NEW_DRAFT_PERMISSION = "catalog.add_toolversion"
@@ -156,12 +155,8 @@ class DriftFindingAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         if version is None:
             return None
         named = f"{version.tool.name} v{version.number} ({version.status})"
-        if result.outcome == UNCHANGED:
-            messages.success(request, f"{named} was made from what {finding.upstream.name} lists now "
-                                      "already; the finding is reviewed.")
-        else:
-            messages.success(request, f"Made {named} from what {finding.upstream.name} lists now; the "
-                                      "finding is reviewed. Review the draft, then publish it.")
+        messages.success(request, f"Made {named} from what {finding.upstream.name} lists now; the "
+                                  "finding is reviewed. Review the draft, then publish it.")
         return HttpResponseRedirect(reverse("admin:catalog_toolversion_change", args=[version.pk]))
 
     @admin.action(description="Mark reviewed (keep the pinned version)", permissions=["change"])

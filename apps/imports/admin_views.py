@@ -32,25 +32,33 @@ from .services import ImportReport, mcp_import, openapi_import
 PERMISSIONS = ("catalog.add_tool", "catalog.add_toolversion")
 
 
+# The admin's own widths for text and URL inputs (forms.css).
+TEXT_INPUT = forms.TextInput(attrs={"class": "vTextField"})
+URL_INPUT = forms.URLInput(attrs={"class": "vURLField"})
+
+
 class OpenAPIImportForm(forms.Form):
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.order_by("slug"), required=False)
     document = forms.FileField(required=False, help_text="An OpenAPI 3.0 or 3.1 document, JSON or YAML.")
     url = forms.URLField(
-        required=False, assume_scheme="https", label="or its URL",
+        required=False, assume_scheme="https", label="or its URL", widget=URL_INPUT,
         help_text="Fetched through the egress policy (hosts it refuses are not fetched).",
     )
     upstream = forms.CharField(
-        max_length=64, validators=[RegexValidator(r"^[-A-Za-z0-9_]+$", "Letters, digits, '-' and '_'.")],
+        max_length=64, widget=TEXT_INPUT,
+        validators=[RegexValidator(r"^[-A-Za-z0-9_]+$", "Letters, digits, '-' and '_'.")],
         help_text="The upstream the tools call; created from the base URL when the tenant has none of "
         "that name.",
     )
     base_url = forms.URLField(
-        required=False, assume_scheme="https", help_text="Default: the document's first server."
+        required=False, assume_scheme="https", widget=URL_INPUT,
+        help_text="Default: the document's first server."
     )
-    credential = forms.CharField(required=False, max_length=64,
+    credential = forms.CharField(required=False, max_length=64, widget=TEXT_INPUT,
                                  help_text="The credential of the upstream, if it is created.")
     operations = forms.CharField(
-        required=False, help_text="Only these operations (operationIds, comma-separated); empty: all."
+        required=False, widget=TEXT_INPUT,
+        help_text="Only these operations (operationIds, comma-separated); empty: all."
     )
 
     def __init__(self, *args: Any, scope: AdminScope, **kwargs: Any) -> None:

@@ -1,5 +1,6 @@
 """Adopting a drift a curator reviewed: a new draft of the tool from the definition the MCP
-server lists now, made as `import_mcp` makes it, and the finding closed.
+server lists now, made as `import_mcp` makes it, and the finding closed; when there is
+nothing new to draft, the finding stays open.
 
 The draft is only a draft: a curator reviews and publishes it like any other, and until then
 the pinned version keeps serving.
@@ -18,17 +19,17 @@ from apps.catalog.services import drift_finding_review
 
 from .errors import ImportRefused
 from .mcp_tools import definition_digest
-from .services import SKIPPED, OperationResult, mcp_import_definition
+from .services import SKIPPED, UNCHANGED, OperationResult, mcp_import_definition
 
 
 def drift_finding_new_draft(*, finding: DriftFinding, actor: str) -> OperationResult:
     """A new draft from `finding`'s current definition (a new tool for an added one), keeping
-    the curator's edits of the latest version where import_mcp keeps them; no new draft when
-    one was made from that definition already. Reviews the finding and the tenant's other
-    open findings of the same server tool that the draft covers (same current definition).
-    Writes the tool and version (if any), the reviews and a `drift_finding.new_draft` audit
-    event in one transaction. Raises ImportRefused (a removed tool, a finding reviewed
-    already, a definition ToolHub cannot call) with nothing written."""
+    the curator's edits of the latest version where import_mcp keeps them. Reviews the
+    finding and the tenant's other open findings of the same server tool that the draft
+    covers (same current definition). Writes the tool and version, the reviews and a
+    `drift_finding.new_draft` audit event in one transaction. Raises ImportRefused (a removed
+    tool, a finding reviewed already, a definition ToolHub cannot call, a version made from
+    that definition already) with nothing written."""
     if finding.kind == DriftKind.REMOVED:
         raise ImportRefused(
             f"{finding.upstream.name} no longer lists {finding.upstream_tool}: there is no definition "
@@ -51,6 +52,13 @@ def drift_finding_new_draft(*, finding: DriftFinding, actor: str) -> OperationRe
         if result.outcome == SKIPPED:
             raise ImportRefused(f"{finding.upstream_tool} cannot be drafted: {result.reason}")
         version = cast(ToolVersion, result.version)  # every outcome but SKIPPED names its version
+        if result.outcome == UNCHANGED:
+            # Closing the finding now would hide the change behind a draft nobody made here.
+            raise ImportRefused(
+                f"A version was made from what {finding.upstream.name} lists now already (import_mcp makes "
+                f"one too); the latest is {version.tool.name} v{version.number} ({version.status}). The "
+                "finding stays open: review and publish that draft, or mark the finding reviewed."
+            )
         note = f"Adopted in {version.tool.name} v{version.number} ({version.status})."
         covered = DriftFinding.objects.for_tenant(finding.tenant_id).filter(
             upstream=finding.upstream, upstream_tool=finding.upstream_tool, reviewed_at__isnull=True

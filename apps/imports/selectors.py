@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import OuterRef, Subquery
 from django.utils.text import Truncator
 
 from apps.catalog.models import Tool, ToolVersion
@@ -104,10 +105,14 @@ def _mcp_imported_latest(*, tenant: Tenant, upstream: str, keys: list[str]) -> d
         .values_list("source__key", "tool_id")
     ):
         made_from.setdefault(str(key), tool_id)
+    # The highest number per tool by a subquery: DISTINCT ON is PostgreSQL's only, and
+    # `make run` serves SQLite.
+    highest = ToolVersion.objects.filter(tool_id=OuterRef("tool_id")).order_by("-number").values("number")[:1]
     latest = {
         version.tool_id: version
-        for version in ToolVersion.objects.filter(tool_id__in=set(made_from.values()))
-        .select_related("tool").order_by("tool_id", "-number").distinct("tool_id")
+        for version in ToolVersion.objects.filter(
+            tool_id__in=set(made_from.values()), number=Subquery(highest)
+        ).select_related("tool")
     }
     return {key: latest[tool_id] for key, tool_id in made_from.items()}
 

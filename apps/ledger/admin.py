@@ -108,6 +108,7 @@ class LedgerAdminBase(ExactSearchMixin, ReadOnlyAdminMixin, TenantScopedAdmin):
     show_facets = admin.ShowFacets.NEVER  # a count per filter choice: a scan of the table each
     paginator = EstimatedCountPaginator
     exact_search_fields = ("key", "task_id")
+    search_help_text = "A whole task id or ledger key, not a word of one (e.g. demo-20261201-221821-timeout)."
     inlines = (ReconcileAttemptInline, LedgerEventInline)
 
     arguments_json = json_display("arguments")
@@ -285,6 +286,11 @@ class ApprovalAdmin(ApprovalAdminBase):
     fields = ("status", "tenant", "tool", "entry_link", "reason", "arguments_json", "args_hash", "created_at",
               "expires_at", "decided_by", "decided_at", "note")
     readonly_fields = fields
+
+    def get_model_perms(self, request: HttpRequest) -> dict[str, bool]:
+        # Not in the index beside "Pending approvals", the page operators work from: that
+        # queue links here, to the decisions behind it.
+        return {}
 
 
 @admin.register(PendingApproval)

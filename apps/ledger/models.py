@@ -159,7 +159,10 @@ class Approval(models.Model):
         permissions = [("decide_approval", "Can approve or reject a pending call")]
 
     def __str__(self) -> str:
-        return f"approval of {self.entry_id} ({self.status})"
+        """What is to be approved, as an operator tells calls apart: tool, task and call."""
+        entry = self.entry
+        return (f"{entry.tool.name} v{self.version.number} for task {entry.task_id}, call {entry.call_id} "
+                f"({self.status})")
 
 
 class PendingApproval(Approval):

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from apps.common.errors import ForbiddenError, UpstreamError
@@ -140,6 +141,10 @@ def ledger_record_reconcile_answer(
         note=note[:2000],
         answer={True: "found", False: "absent", None: "unclear"}[found],
     )
+    # Every attempt counts, the one that settles the entry too: the count and the attempts
+    # listed on its page agree.
+    LedgerEntry.objects.filter(pk=entry.pk).update(attempts=F("attempts") + 1)
+    entry.attempts += 1
     try:
         if found is True:
             transition(
@@ -178,10 +183,10 @@ def ledger_record_reconcile_answer(
 
 def _schedule_next_check(entry: LedgerEntry, *, give_up: bool) -> None:
     backoff = reconcile_backoff_s()
-    attempts = entry.attempts + 1
+    attempts = entry.attempts  # this one included
     now = timezone.now()
     if give_up or attempts >= len(backoff):
-        fields: dict[str, Any] = {"attempts": attempts, "next_check_at": None, "triage_since": now}
+        fields: dict[str, Any] = {"next_check_at": None, "triage_since": now}
     else:
-        fields = {"attempts": attempts, "next_check_at": now + timedelta(seconds=backoff[attempts])}
+        fields = {"next_check_at": now + timedelta(seconds=backoff[attempts])}
     LedgerEntry.objects.filter(pk=entry.pk, state=LedgerState.UNKNOWN).update(updated_at=now, **fields)

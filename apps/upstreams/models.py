@@ -187,7 +187,7 @@ class Upstream(TimeStampedModel):
     suspend_drifted_tools = models.BooleanField(
         default=False,
         help_text="MCP servers only: refuse calls to a tool whose upstream definition drifted "
-        "(agents read `unavailable`) until a curator reviews the finding. Off: the pinned "
+        "(agents read the error \"unavailable\") until a curator reviews the finding. Off: the pinned "
         "version keeps serving.",
     )
     last_synced_at = models.DateTimeField(null=True, blank=True, editable=False)

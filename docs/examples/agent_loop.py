@@ -6,7 +6,7 @@ OpenAI-style (Chat Completions tool_calls → POST /api/v1/adapters/openai), Ant
 client). The "model" is a fixed list of assistant turns, so it runs without any API key;
 everything it prints is exactly what the model would read.
 
-    python docs/examples/agent_loop.py --base-url http://127.0.0.1:8000 --agent-key "$AGENT_KEY"
+    .venv/bin/python docs/examples/agent_loop.py --base-url http://127.0.0.1:8000 --agent-key "$AGENT_KEY"
 
 `make run` prints the demo's AGENT_KEY. Options: --subject (the end user, default u-1001)
 or --session (a session token your backend already minted), --show (characters of each

@@ -237,3 +237,26 @@ def test_lint_tools_exits_0_without_errors_and_speaks_json(capsys):
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {line["code"] for line in lines} == {"description-without-limits", "description-without-when-not"}
     assert lines[0]["tool"] == "fine"
+
+
+ORDER_ID = {"order_id": {"type": "string", "description": "The order."}}
+
+
+@pytest.mark.parametrize(("config", "bindings", "flagged"), [
+    ({"url": "http://x", "method": "GET", "path": "/orders/{order_id}/refunds"}, {}, True),
+    ({"url": "http://x", "method": "GET", "path": "/orders/{order_id}/refunds"},
+     {"user_id": {"source": "session.subject", "policy": "must_match"}}, False),
+    ({"url": "http://x", "method": "GET", "path": "/orders/search"}, {}, False),
+])
+def test_a_path_naming_any_record_with_nothing_from_the_session_is_flagged(config, bindings, flagged):
+    params = schema({**ORDER_ID, **({"user_id": {"type": "string"}} if bindings else {})})
+
+    findings = lint_tool(definition(executor="http", executor_config=config, parameters=params,
+                                    context_bindings=bindings))
+
+    codes = [f.code for f in findings]
+    assert ("session-unscoped-path" in codes) is flagged
+    if flagged:
+        (finding,) = [f for f in findings if f.code == "session-unscoped-path"]
+        assert (finding.severity, finding.field) == ("warning", "executor_config/path")
+        assert "any order_id" in finding.why and "another user's too" in finding.why

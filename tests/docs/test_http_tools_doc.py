@@ -31,7 +31,8 @@ def test_the_read_example_is_sound_lint_clean_and_sends_the_request_shown():
         idempotency_key=None,
     )
 
-    assert errors == {} and findings == []
+    assert errors == {} and [f.code for f in findings] == ["session-unscoped-path"]
+    assert "session-unscoped-path" in PAGE
     assert "GET https://orders.example.com/v2/orders/ORD-000042/refunds?expand=items&expand=payments" in PAGE
     assert (parts.method, parts.path, parts.query) == (
         "GET", "/orders/ORD-000042/refunds", (("expand", "items"), ("expand", "payments"))

@@ -128,3 +128,27 @@ def test_the_dashboard_lists_open_findings_per_upstream_of_the_tenant(acme_staff
     link = f"{changelist}?review=open&amp;upstream__id__exact={upstream.pk}"
     assert f'<a href="{link}">acme/shipping</a></td><td class="num">1</td><td>track_shipment</td>' in page
     assert "globex/shipping" not in page
+
+
+def test_new_draft_from_upstream_keeps_the_finding_open_when_import_mcp_made_the_draft_already(
+    acme_staff, findings
+):
+    # given: import_mcp made v2 from what the server lists now, as the README's step 6 does
+    acme = findings["acme"]
+    import_mcp("--tools", "track_shipment", tenant="acme")
+    drafts = ToolVersion.objects.filter(tool__tenant__slug="acme", tool__name="track_shipment",
+                                        status="draft")
+    assert drafts.count() == 1
+
+    # when the curator presses New draft from upstream
+    response = acme_staff.post(reverse("admin:catalog_driftfinding_button", args=[acme.pk, "new-draft"]),
+                               follow=True)
+
+    # then no draft was made, so the finding stays open, and the page says why and which draft to review
+    acme.refresh_from_db()
+    assert acme.is_open
+    assert drafts.count() == 1
+    shown = [str(message) for message in response.context["messages"]]
+    assert len(shown) == 1 and "no draft was made" in shown[0]
+    assert "track_shipment v2 (draft)" in shown[0] and "stays open" in shown[0]
+    assert not AuditEvent.objects.filter(action="drift_finding.new_draft").exists()

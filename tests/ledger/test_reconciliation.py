@@ -55,6 +55,18 @@ def test_found_at_the_provider_it_becomes_committed_with_the_real_result(unknown
     assert events[-1] == ("unknown", "committed", "reconciler")
 
 
+@pytest.mark.parametrize("found", [True, False])
+def test_a_settling_answer_is_counted_like_the_attempt_listed_with_it(unknown_entry, found):
+    RECONCILE_ANSWERS[unknown_entry.key] = ReconcileAnswer(found=found, result={"refund_id": "re_42"},
+                                                           note="checked")
+
+    ledger_reconcile_entry(entry_id=unknown_entry.pk)
+
+    unknown_entry.refresh_from_db()
+    assert unknown_entry.state in (LedgerState.COMMITTED, LedgerState.FAILED)
+    assert unknown_entry.attempts == unknown_entry.reconcile_attempts.count() == 1
+
+
 def test_certainly_absent_it_becomes_failed_and_says_nothing_happened(unknown_entry, api, session_for):
     RECONCILE_ANSWERS[unknown_entry.key] = ReconcileAnswer(found=False, note="no such request")
 

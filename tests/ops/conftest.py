@@ -241,6 +241,14 @@ def gunicorn_server(throwaway_postgres: ThrowawayPostgres) -> Iterator[Server]:
             start_new_session=True,
         )
 
+    wait_for_gunicorn(process, url=url, log_path=log_path)
+    yield Server(url=url, agent_key=agent_key, metrics_dir=metrics_dir, log_path=log_path, process=process)
+    stop_gunicorn(process)
+
+
+def wait_for_gunicorn(process: subprocess.Popen, *, url: str, log_path: Path) -> None:
+    """Until gunicorn answers /healthz at `url`; its log's end if it exits meanwhile."""
+
     def up() -> bool:
         if process.poll() is not None:
             raise AssertionError(f"gunicorn exited:\n{log_path.read_text()[-3000:]}")
@@ -249,11 +257,13 @@ def gunicorn_server(throwaway_postgres: ThrowawayPostgres) -> Iterator[Server]:
         except httpx.HTTPError:
             return False
 
-    wait_until(up, timeout_s=30, what="gunicorn to answer /healthz")
-    yield Server(url=url, agent_key=agent_key, metrics_dir=metrics_dir, log_path=log_path, process=process)
+    wait_until(up, timeout_s=30, what=f"gunicorn at {url} to answer /healthz")
+
+
+def stop_gunicorn(process: subprocess.Popen, *, timeout_s: float = 30) -> None:
     os.killpg(process.pid, signal.SIGINT)  # quick shutdown: no in-flight work to wait for
     try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:  # a worker stuck on the stopped cluster: do not hang the suite
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:  # a worker stuck (on a stopped cluster, an MCP session): do not hang
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)

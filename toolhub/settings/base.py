@@ -189,6 +189,8 @@ _FS_BROKER_DIR = VAR_DIR / "broker"
 # task (gateway.execute_entry's hard limit is 660 s), or a slow task would run twice.
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
 if CELERY_BROKER_URL.startswith("filesystem"):
+    # kombu's own, with message files written whole before a worker can take them.
+    CELERY_BROKER_TRANSPORT = "apps.common.filesystem_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_FS_BROKER_DIR),
         "data_folder_out": str(_FS_BROKER_DIR),

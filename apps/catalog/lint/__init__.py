@@ -18,6 +18,7 @@ from .config_checks import (
     check_http_mapping,
     check_normalizers,
     check_platform_settings,
+    check_session_scope,
 )
 from .findings import (
     ERROR,
@@ -62,6 +63,7 @@ def lint_tool(
         *check_overlap(tool, others),
         *check_normalizers(tool),
         *check_http_mapping(tool),
+        *check_session_scope(tool),
     ]
     if deployment is not None:
         findings += [*check_platform_settings(tool, deployment), *check_egress(tool, deployment)]

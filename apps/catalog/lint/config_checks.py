@@ -136,6 +136,27 @@ def check_http_mapping(tool: ToolDefinition) -> Iterable[Finding]:
         )
 
 
+def check_session_scope(tool: ToolDefinition) -> Iterable[Finding]:
+    """An http version whose path names a record by an id the model chooses, with nothing of
+    the call taken from the session: the upstream answers for any record, whoever asks."""
+    config = tool.executor_config or {}
+    if tool.executor != "http" or tool.context_bindings:
+        return
+    placeholders = path_placeholders(str(config.get("path", "")))
+    ids = [name for name in placeholders if name == "id" or name.endswith("_id")]
+    if not ids:
+        return
+    named = ", ".join(f"any {name}" for name in ids)
+    yield Finding(
+        WARNING, "session-unscoped-path", "executor_config/path",
+        f"The path takes {named} the model sends, and nothing in the call comes from the session: the "
+        "upstream answers for every record, another user's too, whoever the end user is.",
+        "Bind the field that says whose record it is to the session in context_bindings (e.g. user_id "
+        'from "session.subject", sent where the upstream checks it), or use a per-user credential so '
+        "the upstream checks ownership; until then keep the tool unpublished.",
+    )
+
+
 def check_platform_settings(tool: ToolDefinition, deployment: Deployment) -> Iterable[Finding]:
     named = platform_settings_named(executor=tool.executor, executor_config=tool.executor_config)
     if named and not tool.platform_owned:

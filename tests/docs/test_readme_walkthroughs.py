@@ -1,0 +1,91 @@
+"""What the README's walk-throughs tell a newcomer to type is true of the seeded demo: the
+tenants and tools they name exist, the catalog excerpt is what `catalog_export` writes, an
+error it quotes points where the export puts it, and local commands run the venv's Python."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from apps.tenancy.models import Grant, Tenant
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+# The README's placeholders for "your tenant", not names of the demo.
+PLACEHOLDERS = {"SLUG"}
+
+
+@pytest.fixture
+def demo() -> None:
+    call_command("seed_demo", stdout=io.StringIO())
+
+
+def _export(tmp_path: Path) -> dict:
+    out = tmp_path / "demo.yaml"
+    call_command("catalog_export", "--tenant", "demo", "--out", str(out), stdout=io.StringIO())
+    return yaml.safe_load(out.read_text())
+
+
+def test_every_tenant_a_readme_command_names_is_one_the_demo_has(demo):
+    named = set(re.findall(r"--tenant ([\w-]+)", README)) - PLACEHOLDERS
+
+    assert named, "the README names no tenant in its commands any more: drop this test"
+    assert named <= set(Tenant.objects.values_list("slug", flat=True))
+
+
+def test_every_tool_the_walkthroughs_call_is_granted_to_the_demo_agent(demo):
+    invoked = set(re.findall(r"invoke call_\d+ (\w+)", README))
+    invoked |= set(re.findall(r'"method": "tools/call", "params": \{"name": "(\w+)"', README))
+
+    granted = set(Grant.objects.filter(tenant__slug="demo", agent__name="support-bot")
+                  .values_list("tool__name", flat=True))
+    assert {"search_orders", "refund_payment", "track_shipment", "schedule_pickup"} <= invoked
+    assert invoked <= granted
+
+
+def test_the_catalog_excerpt_is_what_catalog_export_writes_for_the_demo(demo, tmp_path):
+    excerpt = yaml.safe_load(re.search(r"```yaml\n(format: 1\n.*?)```", README, re.S)[1])
+
+    exported = _export(tmp_path)
+
+    assert (excerpt["format"], excerpt["tenant"]) == (exported["format"], exported["tenant"])
+    for name, tool in excerpt["tools"].items():
+        (quoted,) = tool["versions"]
+        actual = exported["tools"][name]["versions"][0]
+        description = quoted.pop("description")  # cut short with "…"
+        assert actual["description"].startswith(description.rstrip("…"))
+        assert {key: actual[key] for key in quoted} == quoted
+        assert tool["summary"] == exported["tools"][name]["summary"]
+    for name, toolset in excerpt["toolsets"].items():
+        assert set(toolset["tools"]) <= set(exported["toolsets"][name]["tools"])
+        for phase, tools in toolset["phases"].items():
+            assert tools is None or tools == exported["toolsets"][name]["phases"][phase]
+    assert all(grant in exported["grants"] for grant in excerpt["grants"])
+    assert excerpt["policies"] == exported["policies"]
+
+
+def test_a_refused_apply_quoted_by_the_readme_points_at_a_version_the_export_has(demo, tmp_path):
+    quoted = re.findall(r"`tools\.(\w+)\.versions\[(\d+)\]\.", README)
+
+    exported = _export(tmp_path)
+
+    assert quoted
+    for tool, index in quoted:
+        assert int(index) < len(exported["tools"][tool]["versions"])
+
+
+def test_local_commands_of_the_docs_run_the_venvs_python():
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "docs").glob("examples/*.py"))]
+    bare = re.compile(r"(?<![\w/.])python3? (docs/|-m apps\.|-m bench\.)")
+
+    found = [f"{path.name}: {match[0]}" for path in docs for match in bare.finditer(path.read_text())]
+
+    assert found == []
