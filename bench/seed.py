@@ -21,7 +21,7 @@ from apps.catalog.services import tool_save, version_create_draft, version_publi
 from apps.demo_shop.models import DemoOrder
 from apps.demo_shop.openapi import LIST_ORDER_REFUNDS
 from apps.demo_shop.services import DEMO_AGENT, DEMO_TENANT, DEMO_UPSTREAM, refund_create
-from apps.imports.selectors import version_imported_from
+from apps.imports.selectors import versions_imported_from
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
 
@@ -107,13 +107,15 @@ def bench_seed(*, slots: int = ORDER_SLOTS) -> None:
 
 def _grant(*, tenant: Tenant, agent: Agent, tool: Tool) -> None:
     if not Grant.objects.filter(tenant=tenant, agent=agent, tool=tool).exists():
-        grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR)
+        grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=SEED_ACTOR, by_platform=True)
 
 
 def _publish_imported(*, tenant: Tenant, agent: Agent) -> None:
     """Publish the version seed_demo imported from listOrderRefunds (unless already) and
     grant its tool to the agent."""
-    version = version_imported_from(tenant=tenant, upstream=DEMO_UPSTREAM, key=LIST_ORDER_REFUNDS)
+    version = versions_imported_from(tenant=tenant, upstream=DEMO_UPSTREAM, keys=[LIST_ORDER_REFUNDS]).get(
+        LIST_ORDER_REFUNDS
+    )
     if version is None:
         raise SystemExit(f"seed_demo imported no {LIST_ORDER_REFUNDS} operation to publish")
     if version.status == VersionStatus.DRAFT:
