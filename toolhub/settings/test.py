@@ -19,6 +19,8 @@ DATABASE_ROUTERS = []
 CACHES = {"default": cache_from_env("redis://127.0.0.1:6379/1")}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# base names its filesystem transport when the environment names no broker; this one is Redis.
+CELERY_BROKER_TRANSPORT = None
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECRET_KEY = "test-secret-key-" + "t" * 40
 TOOLHUB_INVOCATION_LOG_SYNC = True
