@@ -188,6 +188,7 @@ _FS_BROKER_DIR = VAR_DIR / "broker"
 # Unacknowledged tasks come back after the visibility timeout: it must exceed the longest
 # task (gateway.execute_entry's hard limit is 660 s), or a slow task would run twice.
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+CELERY_BROKER_TRANSPORT: str | None = None  # None: the URL's scheme names the transport
 if CELERY_BROKER_URL.startswith("filesystem"):
     # kombu's own, with message files written whole before a worker can take them.
     CELERY_BROKER_TRANSPORT = "apps.common.filesystem_broker:Transport"
