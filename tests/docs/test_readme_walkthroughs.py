@@ -1,6 +1,7 @@
 """What the README's walk-throughs tell a newcomer to type is true of the seeded demo: the
 tenants and tools they name exist, the catalog excerpt is what `catalog_export` writes, an
-error it quotes points where the export puts it, and local commands run the venv's Python."""
+error it quotes points where the export puts it, the drift walk-through's commands leave the
+finding it quotes, and local commands run the venv's Python."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
+from apps.demo_shop.shipping.server import DRIFTED_TOOL
 from apps.tenancy.models import Grant, Tenant
 
 pytestmark = pytest.mark.django_db
@@ -89,3 +91,15 @@ def test_local_commands_of_the_docs_run_the_venvs_python():
     found = [f"{path.name}: {match[0]}" for path in docs for match in bare.finditer(path.read_text())]
 
     assert found == []
+
+
+def test_the_drift_walkthrough_still_drifts_when_sync_upstreams_checks():
+    # A reader runs each block whole: a block that also sends DELETE /drift puts the
+    # originals back before the check, and sync_upstreams then finds nothing.
+    blocks = re.findall(r"```(?:sh|bash)\n(.*?)```", README, re.S)
+    drifting = [block for block in blocks if "/drift" in block]
+    quoted = set(re.findall(r"^demo/demo-shipping: demo: (\w+): description changed", README, re.M))
+
+    assert drifting, "the README no longer makes the demo server drift: drop this test"
+    assert all("-X DELETE" not in block and " -d " not in block for block in drifting)
+    assert quoted == {DRIFTED_TOOL}
