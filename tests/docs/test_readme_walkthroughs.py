@@ -13,7 +13,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from apps.demo_shop.shipping.server import DRIFTED_TOOL
+from apps.demo_shop.shipping.server import DESCRIPTIONS, DRIFTED_TOOL
 from apps.tenancy.models import Grant, Tenant
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +103,11 @@ def test_the_drift_walkthrough_still_drifts_when_sync_upstreams_checks():
     assert drifting, "the README no longer makes the demo server drift: drop this test"
     assert all("-X DELETE" not in block and " -d " not in block for block in drifting)
     assert quoted == {DRIFTED_TOOL}
+
+
+def test_make_runs_banner_names_every_tool_of_the_demo_mcp_server():
+    # The README's walk-through calls all three; the banner is where a newcomer reads them.
+    banner = (ROOT / "scripts" / "run.sh").read_text()
+    listed = re.search(r"\(shipping: ([\w,\s]+);", banner)[1]
+
+    assert sorted(name.strip() for name in listed.split(",")) == sorted(DESCRIPTIONS)
