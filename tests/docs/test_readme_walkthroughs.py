@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,22 @@ def test_local_commands_of_the_docs_run_the_venvs_python():
     found = [f"{path.name}: {match[0]}" for path in docs for match in bare.finditer(path.read_text())]
 
     assert found == []
+
+
+def test_one_liners_on_the_systems_python_import_only_the_standard_library():
+    # Only the venv has ToolHub's dependencies (cryptography, httpx…); `make run` needs
+    # nothing but Python 3.11+ on the machine.
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    one_liner = re.compile(r"(?<![\w/.])python3? -c '([^']*)'")
+    imported = re.compile(r"(?:^|;)\s*(?:from|import)\s+([\w.]+(?:\s*,\s*[\w.]+)*)")
+
+    outside = [f"{path.name}: {module}" for path in docs
+               for code in one_liner.findall(path.read_text())
+               for names in imported.findall(code)
+               for module in (name.strip().split(".")[0] for name in names.split(","))
+               if module not in sys.stdlib_module_names]
+
+    assert outside == []
 
 
 def test_the_drift_walkthrough_still_drifts_when_sync_upstreams_checks():
