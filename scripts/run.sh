@@ -174,8 +174,8 @@ print_banner() {
                  Authorization: Bearer ${agent_key}
    Health        ${BASE_URL}/healthz   ${BASE_URL}/readyz
    Demo upstream ${BASE_URL}/demo/payments/refunds
-   Demo MCP      http://127.0.0.1:${MCP_PORT}/mcp   (shipping: track_shipment, schedule_pickup;
-                 README "Govern an MCP server", make it drift: POST /drift)
+   Demo MCP      http://127.0.0.1:${MCP_PORT}/mcp   (shipping: track_shipment, schedule_pickup,
+                 pickup_status; README "Govern an MCP server", make it drift: POST /drift)
    Operator demo .venv/bin/python manage.py demo_scenarios   (fills triage, approvals, ledger)
 
  Demo credentials derive from SECRET_KEY: set SECRET_KEY (and TOOLHUB_ADMIN_PASSWORD)

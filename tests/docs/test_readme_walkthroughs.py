@@ -1,17 +1,20 @@
 """What the README's walk-throughs tell a newcomer to type is true of the seeded demo: the
 tenants and tools they name exist, the catalog excerpt is what `catalog_export` writes, an
-error it quotes points where the export puts it, and local commands run the venv's Python."""
+error it quotes points where the export puts it, the drift walk-through's commands leave the
+finding it quotes, and local commands run the venv's Python."""
 
 from __future__ import annotations
 
 import io
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from django.core.management import call_command
 
+from apps.demo_shop.shipping.server import DESCRIPTIONS, DRIFTED_TOOL
 from apps.tenancy.models import Grant, Tenant
 
 pytestmark = pytest.mark.django_db
@@ -89,3 +92,39 @@ def test_local_commands_of_the_docs_run_the_venvs_python():
     found = [f"{path.name}: {match[0]}" for path in docs for match in bare.finditer(path.read_text())]
 
     assert found == []
+
+
+def test_one_liners_on_the_systems_python_import_only_the_standard_library():
+    # Only the venv has ToolHub's dependencies (cryptography, httpx…); `make run` needs
+    # nothing but Python 3.11+ on the machine.
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    one_liner = re.compile(r"(?<![\w/.])python3? -c '([^']*)'")
+    imported = re.compile(r"(?:^|;)\s*(?:from|import)\s+([\w.]+(?:\s*,\s*[\w.]+)*)")
+
+    outside = [f"{path.name}: {module}" for path in docs
+               for code in one_liner.findall(path.read_text())
+               for names in imported.findall(code)
+               for module in (name.strip().split(".")[0] for name in names.split(","))
+               if module not in sys.stdlib_module_names]
+
+    assert outside == []
+
+
+def test_the_drift_walkthrough_still_drifts_when_sync_upstreams_checks():
+    # A reader runs each block whole: a block that also sends DELETE /drift puts the
+    # originals back before the check, and sync_upstreams then finds nothing.
+    blocks = re.findall(r"```(?:sh|bash)\n(.*?)```", README, re.S)
+    drifting = [block for block in blocks if "/drift" in block]
+    quoted = set(re.findall(r"^demo/demo-shipping: demo: (\w+): description changed", README, re.M))
+
+    assert drifting, "the README no longer makes the demo server drift: drop this test"
+    assert all("-X DELETE" not in block and " -d " not in block for block in drifting)
+    assert quoted == {DRIFTED_TOOL}
+
+
+def test_make_runs_banner_names_every_tool_of_the_demo_mcp_server():
+    # The README's walk-through calls all three; the banner is where a newcomer reads them.
+    banner = (ROOT / "scripts" / "run.sh").read_text()
+    listed = re.search(r"\(shipping: ([\w,\s]+);", banner)[1]
+
+    assert sorted(name.strip() for name in listed.split(",")) == sorted(DESCRIPTIONS)
