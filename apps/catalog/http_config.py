@@ -218,10 +218,14 @@ def pointer_problem(schema: Mapping[str, Any], tokens: list[str]) -> str | None:
     for token in tokens:
         if token == "-":
             items = schema.get("items")
-            if not isinstance(items, Mapping):
+            if isinstance(items, Mapping):
+                schema = items
+                continue
+            types = schema.get("type")
+            listed = [types] if isinstance(types, str) else types if isinstance(types, list) else []
+            if listed and "array" not in listed:
                 return "'-' stands for an array's items, and nothing there is an array"
-            schema = items
-            continue
+            return None  # items described elsewhere (anyOf, $ref): trusted
         members = schema.get("properties")
         if isinstance(members, Mapping) and token in members and isinstance(members[token], Mapping):
             schema = members[token]

@@ -74,6 +74,26 @@ def test_a_mapping_using_every_wire_key_is_sound():
     assert config_problems(GOOD) == []
 
 
+def test_a_send_null_pointer_into_a_schema_described_elsewhere_is_trusted():
+    parameters = {
+        "type": "object",
+        "properties": {"lines": {"anyOf": [{"type": "array", "items": _TEXT}, {"type": "null"}]}},
+        "additionalProperties": False,
+    }
+
+    errors = validate_definition(
+        parameters=parameters,
+        normalizers={},
+        context_bindings={},
+        rules=[],
+        executor="http",
+        executor_config={"url": "https://x.example", "send_null": ["/lines", "/lines/-"]},
+        approval={},
+    )
+
+    assert errors == {}
+
+
 def test_one_argument_as_the_text_body_is_sound():
     assert (
         config_problems(
