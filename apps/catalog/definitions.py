@@ -17,11 +17,11 @@ from jsonschema.exceptions import SchemaError
 
 from apps.common.rule_types import RULE_TYPES
 
+from .http_config import HTTP_CONFIG_SCHEMA, wire_problems
 from .normalizers import NORMALIZER_OPS
 from .patterns import schema_pattern_problems
 
 BINDING_POLICIES = ("must_match", "overwrite")
-HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 DEFAULT_HTTP_METHOD = "POST"
 # Without a "body" in the config these send none; the others send the arguments left over.
 BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE"})
@@ -34,7 +34,6 @@ RESERVED_HEADERS = frozenset(
     {"host", "accept", "content-length", "content-type", "transfer-encoding", "connection", "te", "upgrade",
      "trailer", "expect", "keep-alive", "proxy-connection", "authorization", "proxy-authorization", "cookie"}
 )
-_HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"  # an RFC 9110 token
 
 _NORMALIZERS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -121,36 +120,8 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
     },
     # The request mapping of docs/contract.md §5: where the call goes (exactly one of url,
-    # url_setting, upstream) and how the arguments become a request.
-    "http": {
-        "type": "object",
-        "properties": {
-            "url": {"type": "string", "pattern": "^https?://"},
-            "url_setting": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
-            "upstream": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"},
-            "method": {"enum": list(HTTP_METHODS)},
-            "path": {"type": "string"},
-            "query": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-            "headers": {
-                "type": "object",
-                "propertyNames": {"pattern": _HEADER_NAME},
-                "additionalProperties": {"type": "string"},
-            },
-            "body": {
-                "oneOf": [
-                    {"const": "rest"},
-                    {"type": "null"},
-                    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-                ]
-            },
-            "response_pointer": {"type": "string", "pattern": r"^(/([^~]|~[01])*)*$"},
-            "idempotency_header": {"type": "string", "pattern": _HEADER_NAME},
-            "status_path": {"type": "string"},
-            "secret_ref": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
-        },
-        "oneOf": [{"required": ["url"]}, {"required": ["url_setting"]}, {"required": ["upstream"]}],
-        "additionalProperties": False,
-    },
+    # url_setting, upstream) and how the arguments become a request (http_config.py).
+    "http": HTTP_CONFIG_SCHEMA,
     # A tool of an MCP server upstream, called by the upstream's name for it; on writes the
     # ledger's idempotency key goes into the tool's argument `idempotency_argument`.
     "mcp": {
@@ -248,7 +219,7 @@ def validate_definition(
                 f"schema's properties: {', '.join(sorted(unknown))}."
             )
         if executor == "http" and "executor_config" not in errors and (
-            problems := http_mapping_problems(executor_config=executor_config, known=known)
+            problems := http_mapping_problems(executor_config=executor_config, parameters=parameters)
         ):
             errors["executor_config"] = problems
         if executor == "mcp" and "executor_config" not in errors and (
@@ -303,9 +274,10 @@ def _stray_brace(template: str) -> bool:
     return "{" in rest or "}" in rest
 
 
-def http_mapping_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:
+def http_mapping_problems(*, executor_config: Mapping[str, Any], parameters: Mapping[str, Any]) -> list[str]:
     """How an http version's request mapping disagrees with its parameters: every argument it
     names must be a property of the schema, and the templates must be well formed."""
+    known = set(parameters.get("properties", {}))
     path = str(executor_config.get("path", ""))
     status_path = str(executor_config.get("status_path", ""))
     problems = [*_path_refusal("path", path), *_path_refusal("status_path", status_path)]
@@ -339,7 +311,7 @@ def http_mapping_problems(*, executor_config: Mapping[str, Any], known: set[str]
         )
     if idempotency_header.lower() in RESERVED_HEADERS:
         problems.append(f"idempotency_header cannot be {idempotency_header}: HTTP or credentials use it.")
-    return problems
+    return problems + wire_problems(executor_config, parameters, path_placeholders(path))
 
 
 def mcp_config_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:

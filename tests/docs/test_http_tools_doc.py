@@ -56,6 +56,26 @@ def test_the_write_example_sends_the_rest_with_the_key_in_its_header():
     parts = request_parts(config, {"order_id": "ORD-000042", "amount_cents": 1250}, idempotency_key="k")
 
     assert errors == {}
-    assert (parts.path, parts.json_body, parts.headers["X-Request-Id"]) == (
-        "/orders/ORD-000042/refunds", {"amount_cents": 1250}, "k"
+    assert (parts.path, parts.content, parts.headers["X-Request-Id"]) == (
+        "/orders/ORD-000042/refunds", b'{"amount_cents":1250}', "k"
     )
+
+
+STYLE_ROW = re.compile(r"^\| `(\w+)` \| (true|false) \| `(.*?)` \| `(.*?)` \| `(.*?)` \|$", re.MULTILINE)
+
+
+def test_the_style_table_is_what_the_mapping_writes():
+    rows = STYLE_ROW.findall(PAGE.replace("\\|", "|"))
+    values = ("blue", ["blue", "black", "brown"], {"R": 100, "G": 200, "B": 150})
+
+    assert len(rows) == 11
+    for style, explode, *expected in rows:
+        rule = {"color": {"style": style, "explode": explode == "true"}}
+        if style in ("simple", "label", "matrix"):
+            config = {"url": "https://x.example", "method": "GET", "path": "/{color}", "serialization": rule}
+            written = [request_parts(config, {"color": v}, idempotency_key=None).path[1:] for v in values]
+        else:
+            config = {"url": "https://x.example", "method": "GET", "query": ["color"], "serialization": rule}
+            written = ["&".join(f"{k}={v}" for k, v in request_parts(
+                config, {"color": value}, idempotency_key=None).query) for value in values]
+        assert written == expected, (style, explode)

@@ -238,3 +238,64 @@ def test_the_executor_is_told_which_tenant_calls(api, http_tool, agent):
     invoke(api, "order_call", {"order_id": "ORD-1"})
 
     assert entry_execution_request(LedgerEntry.objects.get()).tenant_id == agent.tenant_id
+
+
+def _publish_api_tool(publish_tool, upstream, properties, **config):
+    return publish_tool(
+        "api_call",
+        parameters={"type": "object", "properties": properties, "additionalProperties": False},
+        context_bindings={}, side_effect="write", executor="http",
+        executor_config={"url": upstream.url + "/api", **config},
+    )
+
+
+def test_a_form_body_reaches_the_upstream_in_stripes_bracket_notation(api, publish_tool, upstream):
+    # given: Stripe's post_customers, whose document takes a form body
+    _publish_api_tool(
+        publish_tool, upstream,
+        {"email": _TEXT, "name": _TEXT,
+         "metadata": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Tags."}},
+        method="POST", path="/v1/customers", body_media_type="application/x-www-form-urlencoded",
+    )
+
+    # when
+    invoke(api, "api_call", {"email": "a@b.c", "name": "Jenny", "metadata": {"order_id": "ORD-1"}})
+
+    # then
+    received = upstream.last
+    assert received.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert received.body == b"email=a%40b.c&name=Jenny&metadata[order_id]=ORD-1"
+
+
+def test_a_patch_sends_only_the_fields_named_and_the_nulls_the_api_accepts(api, publish_tool, upstream):
+    # given: GitHub's issues_update, where a null milestone clears it and a null title is refused
+    nullable = {"type": ["string", "null"], "description": "A value, or null."}
+    _publish_api_tool(
+        publish_tool, upstream, {"number": {"type": "integer", "description": "The issue."},
+                                 "state": _TEXT, "title": nullable, "milestone": nullable},
+        method="PATCH", path="/issues/{number}", send_null=["/milestone"],
+    )
+
+    # when
+    invoke(api, "api_call", {"number": 7, "state": "closed", "title": None})
+    invoke(api, "api_call", {"number": 7, "title": None, "milestone": None}, call_id="call_2")
+
+    # then
+    first, second = upstream.received
+    assert (first.headers["content-type"], first.body) == ("application/json", b'{"state":"closed"}')
+    assert second.body == b'{"milestone":null}'
+
+
+def test_styled_query_and_path_reach_the_upstream_as_written(api, publish_tool, upstream):
+    _publish_api_tool(
+        publish_tool, upstream,
+        {"path": _TEXT, "created": {"type": "object", "description": "Bounds."},
+         "ids": {"type": "array", "items": {"type": "integer"}, "description": "Ids."}},
+        method="GET", path="/contents/{path}", query=["created", "ids"],
+        serialization={"path": {"multi_segment": True}, "created": {"style": "deepObject"},
+                       "ids": {"explode": False}},
+    )
+
+    invoke(api, "api_call", {"path": "docs/a.md", "created": {"gte": 1}, "ids": [1, 2]})
+
+    assert upstream.last.target == "/api/contents/docs/a.md?created[gte]=1&ids=1,2"

@@ -3,6 +3,8 @@ no network (what arrives at a real upstream is tests/gateway/test_http_executor.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from apps.common.errors import InvalidArgsError
@@ -37,7 +39,6 @@ def test_a_get_fills_path_query_and_headers_and_sends_no_body():
         path="/orders/a%2Fb%20c/refunds",
         query=(("expand", "items"), ("expand", "payments"), ("limit", "20")),
         headers={"X-Request-Channel": "web", "Accept": "application/json"},
-        json_body=None,
     )
 
 
@@ -57,8 +58,10 @@ def test_without_a_method_it_posts_the_arguments_as_json_with_the_key_header():
         idempotency_key="acme/t-1/call_1/refund/ab12",
     )
 
+    # the null is left out: it means "leave it out" (principle 7)
     assert parts.method == "POST"
-    assert parts.json_body == {"order_id": "ORD-1", "amount_cents": 100, "note": None}
+    assert parts.content == b'{"order_id":"ORD-1","amount_cents":100}'
+    assert parts.content_type == "application/json"
     assert parts.headers["Idempotency-Key"] == "acme/t-1/call_1/refund/ab12"
 
 
@@ -72,8 +75,8 @@ def test_rest_is_what_path_query_and_headers_left_and_a_list_is_exactly_those_ar
     rest = request_parts(config, arguments, idempotency_key=None)
     listed = request_parts({**config, "body": ["note", "missing"]}, arguments, idempotency_key=None)
 
-    assert rest.json_body == {"note": "late", "tags": ["a"]}
-    assert listed.json_body == {"note": "late"}
+    assert json.loads(rest.content or b"") == {"note": "late", "tags": ["a"]}
+    assert json.loads(listed.content or b"") == {"note": "late"}
 
 
 @pytest.mark.parametrize(("method", "sends_body"), [("GET", False), ("HEAD", False), ("DELETE", False),
@@ -81,8 +84,8 @@ def test_rest_is_what_path_query_and_headers_left_and_a_list_is_exactly_those_ar
 def test_only_writes_send_the_rest_as_a_body_by_default(method, sends_body):
     parts = request_parts({"url": "https://x.example", "method": method}, {"a": 1}, idempotency_key=None)
 
-    assert (parts.json_body == {"a": 1}) is sends_body
-    assert sends_body or parts.json_body is None
+    assert (parts.content == b'{"a":1}') is sends_body
+    assert sends_body or parts.content is None
 
 
 def test_the_idempotency_header_has_the_configured_name_and_the_wire_form():
@@ -127,14 +130,15 @@ def test_a_status_path_template_gets_the_key_as_one_encoded_value():
 
     # the wire form (what the write carried in its header), percent-encoded as one value
     assert parts.path == "/refunds/by-key/acme%2Ft%25201%2Fcall_1%2Frefund%2Fab%2512"
-    assert parts.method == "GET" and parts.query == () and parts.json_body is None
+    assert parts.method == "GET" and parts.query == () and parts.content is None
     assert parts.headers["X-Request-Id"] == "acme/t%201/call_1/refund/ab%12"
 
 
 def test_a_status_path_without_the_placeholder_gets_the_key_as_a_query_parameter():
     parts = status_parts({"status_path": "/refunds"}, idempotency_key="acme/t-1/c/t/h")
 
-    assert (parts.path, parts.query) == ("/refunds", (("idempotency_key", "acme/t-1/c/t/h"),))
+    # pairs are percent-encoded as they go on the wire
+    assert (parts.path, parts.query) == ("/refunds", (("idempotency_key", "acme%2Ft-1%2Fc%2Ft%2Fh"),))
 
 
 @pytest.mark.parametrize(

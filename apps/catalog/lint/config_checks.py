@@ -117,7 +117,8 @@ def check_http_mapping(tool: ToolDefinition) -> Iterable[Finding]:
         sent = set(properties)
     else:
         sent = {*in_path, *(config.get("query") or ()), *(config.get("headers") or {}).values(),
-                *(body if isinstance(body, list) else ())}
+                *(config.get("cookies") or {}).values(), *(body if isinstance(body, list) else ()),
+                *([body["argument"]] if isinstance(body, dict) else ())}
     if unsent := sorted(set(properties) - sent):
         yield Finding(
             WARNING, "argument-never-sent", "executor_config",

@@ -30,7 +30,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import httpx
 from django.conf import settings
@@ -182,15 +182,20 @@ def _upstream_endpoint(request: ExecutionRequest, name: str) -> Endpoint:
 
 def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint) -> httpx.Request:
     """The request to send; the endpoint's credentials win over a mapped header or query
-    parameter of the same name. The query is appended to one the path may already have."""
+    parameter of the same name. The query (pairs the mapping has percent-encoded already) is
+    appended to one the path may already have; the body goes as the mapping wrote its bytes."""
     headers = httpx.Headers(dict(parts.headers))
+    if parts.content_type:
+        headers["Content-Type"] = parts.content_type
     headers.update(dict(endpoint.headers))
-    query = [*endpoint.query.items(), *((k, v) for k, v in parts.query if k not in endpoint.query)]
+    credentials = [(quote(k, safe=""), quote(v, safe="")) for k, v in endpoint.query.items()]
+    taken = {k for k, _ in credentials}
+    query = [*credentials, *((k, v) for k, v in parts.query if k not in taken)]
     url = endpoint.base_url + parts.path
     if query:
-        url += ("&" if "?" in url else "?") + urlencode(query, quote_via=quote)
+        url += ("&" if "?" in url else "?") + "&".join(f"{k}={v}" for k, v in query)
     outgoing = _CLIENT.build_request(
-        parts.method, url, headers=headers, json=parts.json_body, timeout=httpx.Timeout(request.timeout_s)
+        parts.method, url, headers=headers, content=parts.content, timeout=httpx.Timeout(request.timeout_s)
     )
     if reason := _off_base(endpoint.base_url, parts.path, outgoing.url):
         raise _unavailable(request, reason)

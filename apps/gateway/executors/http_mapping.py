@@ -1,14 +1,15 @@
 """How an http version's arguments become a request, and its answer a result. Pure.
 
 The version's executor config says where each argument goes (docs/http-tools.md): `{name}`
-placeholders of the path (one percent-encoded segment each), query parameters (absent or
-null ones omitted, arrays repeated), headers listed by name, and a JSON body of the rest or
-of listed arguments. `response_pointer` selects the part of the answer that is the result.
+placeholders of the path, query parameters, headers and cookies listed by name, each written
+in its `serialization` style (serialization.py; without one, as before: one percent-encoded
+path segment, arrays repeated in the query), and a body of the rest, of listed arguments or
+of one argument, in its `body_media_type` (http_bodies.py). Every null is left out but those
+`send_null` lists. `response_pointer` selects the part of the answer that is the result.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,20 +24,33 @@ from apps.catalog.definitions import (
     STATUS_PATH_PLACEHOLDER,
     path_placeholders,
 )
+from apps.catalog.http_config import JSON_MEDIA_TYPE
 from apps.common.errors import ErrorDetail, InvalidArgsError
 
-_SCALARS = (str, int, float, bool)
+from .http_bodies import BodyShapeError, encoded_body
+from .serialization import (
+    SCALARS,
+    Style,
+    cookie_pairs,
+    header_text,
+    path_text,
+    query_pairs,
+    text,
+    without_nulls,
+)
 
 
 @dataclass(frozen=True)
 class RequestParts:
-    """One request as the mapping makes it; the base URL and credentials are added by the executor."""
+    """One request as the mapping makes it; the base URL and credentials are added by the executor.
+    `query` holds percent-encoded pairs, pasted as they are."""
 
     method: str
     path: str
     query: tuple[tuple[str, str], ...]
     headers: Mapping[str, str]
-    json_body: Any = None  # None: no body
+    content: bytes | None = None  # None: no body
+    content_type: str | None = None
 
 
 class ResponseShapeError(ValueError):
@@ -54,35 +68,63 @@ def request_parts(
 ) -> RequestParts:
     """The request for one call. Raises InvalidArgsError for an argument that cannot be put
     where the config says (a path segment that is empty or not a single value, a header
-    value that is not printable ASCII): nothing can be sent, and the model can fix it."""
+    value that is not printable ASCII, a form body that is not an object): nothing can be
+    sent, and the model can fix it."""
     method = str(config.get("method", DEFAULT_HTTP_METHOD))
     template = str(config.get("path", ""))
-    in_path = path_placeholders(template)
-    path = PATH_PLACEHOLDER.sub(lambda m: _path_segment(m.group(1), arguments.get(m.group(1))), template)
+    rules: Mapping[str, Mapping[str, Any]] = config.get("serialization") or {}
+    # Outside the body no null is ever sent, at any depth; the body's are judged in _body.
+    present = {name: without_nulls(value) for name, value in arguments.items() if value is not None}
+    path = PATH_PLACEHOLDER.sub(lambda m: _path_segment(m.group(1), present.get(m.group(1)), rules), template)
     query_names: Sequence[str] = config.get("query") or ()
     header_args: Mapping[str, str] = config.get("headers") or {}
-    headers = {header: _header_value(header, name, arguments[name])
-               for header, name in header_args.items() if arguments.get(name) is not None}
+    cookie_args: Mapping[str, str] = config.get("cookies") or {}
+    headers = {header: _header_value(header, name, present[name], rules.get(name))
+               for header, name in header_args.items() if name in present}
+    cookies = [pair for cookie, name in cookie_args.items() if name in present
+               for pair in cookie_pairs(cookie, present[name], Style.of(rules.get(name) or {}, "cookie"))]
+    if cookies:
+        headers["Cookie"] = "; ".join(cookies)
     headers["Accept"] = "application/json"
     if idempotency_key:
         headers[str(config.get("idempotency_header", DEFAULT_IDEMPOTENCY_HEADER))] = wire_idempotency_key(
             idempotency_key
         )
-    body = config.get("body", None if method in BODYLESS_METHODS else "rest")
-    if body == "rest":
-        used = {*in_path, *query_names, *header_args.values()}
-        json_body: Any = {name: value for name, value in arguments.items() if name not in used}
-    elif isinstance(body, list):
-        json_body = {name: arguments[name] for name in body if name in arguments}
-    else:
-        json_body = None
+    content, content_type = _body(config, arguments)
     return RequestParts(
         method=method,
         path=path,
-        query=tuple(_query_pairs(query_names, arguments)),
+        query=tuple(pair for name in query_names if name in present
+                    for pair in _query_pairs(name, present[name], rules.get(name))),
         headers=headers,
-        json_body=json_body,
+        content=content,
+        content_type=content_type,
     )
+
+
+def _body(config: Mapping[str, Any], arguments: Mapping[str, Any]) -> tuple[bytes | None, str | None]:
+    """The body's bytes and Content-Type, or (None, None) for no body. Its nulls are left out,
+    at any depth, but those `send_null` points at (JSON pointers into the body)."""
+    bodyless = config.get("method", DEFAULT_HTTP_METHOD) in BODYLESS_METHODS
+    body = config.get("body", None if bodyless else "rest")
+    keep = set(config.get("send_null") or ())
+    media_type = str(config.get("body_media_type", JSON_MEDIA_TYPE))
+    encoding = config.get("body_encoding") or {}
+    if body == "rest":
+        used = {*path_placeholders(str(config.get("path", ""))), *(config.get("query") or ()),
+                *(config.get("headers") or {}).values(), *(config.get("cookies") or {}).values()}
+        fields = {name: value for name, value in arguments.items() if name not in used}
+    elif isinstance(body, list):
+        fields = {name: arguments[name] for name in body if name in arguments}
+    elif isinstance(body, Mapping) and arguments.get(name := str(body["argument"])) is not None:
+        try:
+            return encoded_body(media_type, without_nulls(arguments[name], keep), encoding)
+        except BodyShapeError as exc:
+            raise _refused(name, f"cannot be sent: {exc}",
+                           f"Give {name} as an object of named fields.") from None
+    else:
+        return None, None
+    return encoded_body(media_type, without_nulls(fields, keep), encoding)
 
 
 def status_parts(config: Mapping[str, Any], *, idempotency_key: str) -> RequestParts:
@@ -95,7 +137,7 @@ def status_parts(config: Mapping[str, Any], *, idempotency_key: str) -> RequestP
     return RequestParts(
         method="GET",
         path=template.replace(placeholder, quote(wire, safe="")),
-        query=() if filled else (("idempotency_key", wire),),
+        query=() if filled else (("idempotency_key", quote(wire, safe="")),),
         headers={
             "Accept": "application/json",
             str(config.get("idempotency_header", DEFAULT_IDEMPOTENCY_HEADER)): wire,
@@ -125,52 +167,49 @@ def _is_index(token: str) -> bool:
     return token.isdigit() and token.isascii() and (token == "0" or not token.startswith("0"))
 
 
-def _text(value: Any) -> str:
-    """A value as URL and header text: strings as they are, everything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _refused(name: str, problem: str, hint: str) -> InvalidArgsError:
     return InvalidArgsError(
         f"{name} {problem}", hint=hint, details=[ErrorDetail(path=f"/{name}", problem=problem)]
     )
 
 
-def _path_segment(name: str, value: Any) -> str:
-    """One path segment: every reserved character percent-encoded, so a value never adds a
-    segment; empty, '.' and '..' are refused, since they would name another resource, and so
-    is a value with a '.' or '..' part between slashes: a server that decodes %2F before
-    resolving the path would climb out of the base's."""
+def _path_segment(name: str, value: Any, rules: Mapping[str, Mapping[str, Any]]) -> str:
+    """A path parameter. Without a `serialization` entry, one segment of a single value; with
+    one, its style (arrays and objects too), and '/' kept only when multi_segment says so.
+    Either way, every other reserved character is percent-encoded, and empty, '.' and '..' are
+    refused, since they would name another resource, and so is a value with a '.' or '..' part
+    between slashes: a server that decodes %2F before resolving the path would climb out of
+    the base's."""
     if value is None:
         raise _refused(name, "is needed: it fills a part of the request's path", f"Give {name}.")
-    if not isinstance(value, _SCALARS):
+    if name not in rules and not isinstance(value, SCALARS):
         raise _refused(name, "must be a single value: it fills a part of the request's path",
                        f"Give {name} as one string or number.")
-    text = _text(value)
-    if text in ("", ".", ".."):
-        raise _refused(name, f"cannot be {text!r}: it fills a part of the request's path",
-                       f"Give the {name} of an existing object.")
-    if {".", ".."} & set(re.split(r"[/\\]", text)):
+    style = Style.of(rules.get(name) or {}, "path")
+    if style.multi_segment and not isinstance(value, str):
+        raise _refused(name, "must be a string: it fills a path of segments",
+                       f"Give {name} as one string, its segments separated by '/'.")
+    written = path_text(name, value, style)
+    if written in ("", ".", ".."):
+        raise _refused(name, f"cannot be {text(value) if isinstance(value, SCALARS) else written!r}: it "
+                       "fills a part of the request's path", f"Give the {name} of an existing object.")
+    checked = text(value) if isinstance(value, SCALARS) else written
+    if {".", ".."} & set(re.split(r"[/\\]", checked)):
         raise _refused(name, "cannot hold a '.' or '..' between slashes: it fills a part of the "
                        "request's path", f"Give the {name} of an existing object.")
-    return quote(text, safe="")
+    return written
 
 
-def _query_pairs(names: Sequence[str], arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
-    pairs = []
-    for name in names:
-        value = arguments.get(name)
-        for item in value if isinstance(value, list) else [value]:
-            if item is not None:
-                pairs.append((name, _text(item)))
-    return pairs
+def _query_pairs(name: str, value: Any, rule: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Without a `serialization` entry, as before: arrays repeated, objects as JSON text."""
+    if rule is None:
+        return query_pairs(name, text(value) if isinstance(value, Mapping) else value, Style("form", True))
+    return query_pairs(str(rule.get("name", name)), value, Style.of(rule, "query"))
 
 
-def _header_value(header: str, name: str, value: Any) -> str:
-    text = _text(value)
-    if not isinstance(value, _SCALARS) or not (text.isascii() and text.isprintable()):
+def _header_value(header: str, name: str, value: Any, rule: Mapping[str, Any] | None) -> str:
+    written = header_text(value, Style.of(rule or {}, "header"))
+    if (rule is None and not isinstance(value, SCALARS)) or not (written.isascii() and written.isprintable()):
         raise _refused(name, f"goes in the {header} header, which carries printable ASCII only",
                        f"Give {name} as one value of plain ASCII letters, digits and punctuation.")
-    return text
+    return written
