@@ -229,11 +229,12 @@ def test_send_null_lets_the_listed_nulls_through_at_any_depth():
 
 
 def test_a_form_body_is_stripes_bracket_notation():
-    # Stripe's post_customers
+    # Stripe's post_customers: its document gives every array and object a deepObject entry
     config = {
         "url": "https://api.stripe.test",
         "path": "/v1/customers",
         "body_media_type": "application/x-www-form-urlencoded",
+        "body_encoding": {"expand": {"style": "deepObject", "explode": True}},
     }
     arguments = {
         "email": "a@b.c",
@@ -251,6 +252,25 @@ def test_a_form_body_is_stripes_bracket_notation():
     assert parts.content == (
         b"email=a%40b.c&name=Jenny%20Rosen&metadata[order_id]=ORD-1&expand[]=a&expand[]=b"
         b"&items[0][price]=p&items[0][quantity]=1&preferred=true"
+    )
+
+
+def test_a_form_body_repeats_an_array_without_an_encoding_entry_as_openapis_default():
+    # Twilio's create_message: no encoding objects, and Twilio reads MediaUrl=a&MediaUrl=b
+    config = {
+        "url": "https://api.twilio.test",
+        "path": "/Messages.json",
+        "body_media_type": "application/x-www-form-urlencoded",
+    }
+
+    parts = request_parts(
+        config,
+        {"To": "+1", "MediaUrl": ["https://a.test/1.png", "https://a.test/2.png"]},
+        idempotency_key=None,
+    )
+
+    assert parts.content == (
+        b"To=%2B1&MediaUrl=https%3A%2F%2Fa.test%2F1.png&MediaUrl=https%3A%2F%2Fa.test%2F2.png"
     )
 
 

@@ -1,10 +1,11 @@
 """A request body as bytes, by the version's `body_media_type`: JSON, a form, multipart form
 data (fields, no files), or plain text. Pure.
 
-A form or multipart property without a `body_encoding` entry is written as OpenAPI's
-deepObject with explode, the bracket notation Stripe documents (`metadata[order_id]=ORD-1`,
-`expand[]=a`, `items[0][price]=p`); with one, by its style, or as one value of its
-`content_type` (`application/json`: the value's JSON text).
+A form property without a `body_encoding` entry is written as OpenAPI's default, style form
+exploded: a scalar `k=v`, an array of scalars repeated (`MediaUrl=a&MediaUrl=b`, as Twilio
+reads it); objects and arrays of objects, which that style leaves undefined, in the bracket
+notation Stripe documents (`metadata[order_id]=ORD-1`, `items[0][price]=p`). With an entry,
+by its style, or as one value of its `content_type` (`application/json`: the value's JSON text).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def _form_pairs(name: str, value: Any, entry: Mapping[str, Any] | None) -> list[
         return [
             (encoded(name, safe="[]"), encoded(text(value), allow_reserved=bool(entry.get("allow_reserved"))))
         ]
+    if "style" not in entry and isinstance(value, list) and all(isinstance(i, SCALARS) for i in value):
+        entry = {"style": "form", **entry}
     return query_pairs(name, value, Style.of({"style": "deepObject", **entry}, "query"))
 
 
