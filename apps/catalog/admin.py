@@ -30,7 +30,7 @@ from apps.common.admin import (
     validation_message,
 )
 
-from .lint import has_errors
+from .lint import has_errors, with_side_effect_confirmed
 from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .previews import definition_diff, export_previews
 from .selectors import (
@@ -227,6 +227,9 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
         return queryset
 
     def save_model(self, request: HttpRequest, obj: ToolVersion, form: Any, change: bool) -> None:
+        # Saving an imported draft on this page, which shows its side effect, is the curator's
+        # confirmation of it (lint's side-effect-unconfirmed).
+        obj.source = with_side_effect_confirmed(obj.source, obj.side_effect)
         version_save_draft(version=obj, actor=admin_actor(request))
 
     def change_view(

@@ -70,6 +70,7 @@ def lint_definition(version: ToolVersion) -> ToolDefinition:
         number=version.number,
         normalizers=version.normalizers,
         platform_owned=version.tool.tenant_id is None,
+        source=version.source or {},
     )
 
 

@@ -22,7 +22,6 @@ from django.db import transaction
 from apps.audit.services import audit_record
 from apps.catalog.lint import Finding
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
-from apps.catalog.selectors import versions_findings
 from apps.catalog.services import tool_save, version_create_draft, version_publish
 from apps.common.jsontext import printable
 from apps.tenancy.models import Agent, Grant, Tenant
@@ -44,6 +43,7 @@ from .openapi import (
     first_server_url,
     parse_document,
 )
+from .review import with_findings
 from .selectors import mcp_tool_definitions, tool_names_taken, version_latest, versions_imported_from
 
 NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
@@ -160,7 +160,7 @@ def openapi_import(
         if publish:
             _publish_drafts(results, actor, clock, by="OpenAPI import", what="Operation")
         granted = _grant(tenant, agents, results, actor)
-        results = _with_findings(results)
+        results = with_findings(results)
         if granted or any(r.outcome in (NEW, CHANGED) for r in results):
             audit_record(
                 tenant_id=tenant.pk, actor=actor, action="openapi.import", target=tenant,
@@ -333,20 +333,6 @@ def _grant(
     return tuple(granted)
 
 
-def _with_findings(results: list[OperationResult]) -> list[OperationResult]:
-    """The results with their versions read again (a publication changed them) and what lint
-    finds in each."""
-    pks = [r.version.pk for r in results if r.version is not None]
-    versions = ToolVersion.objects.select_related("tool").in_bulk(pks)
-    findings = versions_findings(versions=list(versions.values()))
-    return [
-        r if r.version is None else OperationResult(
-            **{**r.__dict__, "version": versions[r.version.pk], "findings": tuple(findings[r.version.pk])}
-        )
-        for r in results
-    ]
-
-
 def mcp_import(
     *,
     tenant: Tenant,
@@ -413,7 +399,7 @@ def mcp_definitions_import(
         if publish:
             _publish_drafts(results, actor, clock, by="MCP import", what="Tool")
         granted = _grant(tenant, agents, results, actor)
-        results = _with_findings(results)
+        results = with_findings(results)
         if granted or any(r.outcome in (NEW, CHANGED) for r in results):
             audit_record(
                 tenant_id=tenant.pk, actor=actor, action="mcp.import", target=tenant,

@@ -31,6 +31,8 @@ from .findings import (
     has_errors,
     sorted_findings,
 )
+from .review_checks import check_imported, check_optional_meaning, check_send_null, with_side_effect_confirmed
+from .satisfiable import check_satisfiable
 from .schema_checks import (
     check_description,
     check_objects,
@@ -43,6 +45,7 @@ from .schema_checks import (
 __all__ = [
     "ERROR", "INFO", "SEVERITY_ORDER", "WARNING", "Deployment", "Finding", "ToolDefinition",
     "description_overlap", "has_errors", "lint_tool", "lint_toolset", "sorted_findings",
+    "with_side_effect_confirmed",
 ]
 
 DEFAULT_MAX_TOOLSET_TOOLS = 12
@@ -58,12 +61,16 @@ def lint_tool(
         *check_name(tool),
         *check_objects(tool),
         *check_properties(tool),
+        *check_satisfiable(tool),
+        *check_optional_meaning(tool),
         *check_description(tool),
         *check_write_safety(tool),
         *check_overlap(tool, others),
         *check_normalizers(tool),
         *check_http_mapping(tool),
         *check_session_scope(tool),
+        *check_send_null(tool),
+        *check_imported(tool),
     ]
     if deployment is not None:
         findings += [*check_platform_settings(tool, deployment), *check_egress(tool, deployment)]

@@ -9,6 +9,8 @@ from typing import Any
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+# ToolVersion.source["kind"] of the versions an import makes (apps/imports/services.py).
+IMPORT_KINDS = frozenset({"openapi", "mcp"})
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,13 @@ class ToolDefinition:
     number: int = 1
     normalizers: Mapping[str, Any] = field(default_factory=dict)
     platform_owned: bool = True  # a shared-catalog tool, not a tenant's
+    # What an importer made the version from (ToolVersion.source); empty for one written by hand.
+    source: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def imported(self) -> bool:
+        """Made by an import: its fields are the document's (or the MCP server's) own."""
+        return self.source.get("kind") in IMPORT_KINDS
 
     @property
     def tool_name(self) -> str:  # what apps/catalog/exports.py calls the name

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..definitions import path_placeholders
 from .findings import ERROR, WARNING, Finding, ToolDefinition
 
 # Field names whose values are almost always one of a few: they deserve an enum.
@@ -45,23 +46,23 @@ OVERLAP_THRESHOLD = 0.6
 
 
 
-def _objects(schema: Any, path: str) -> Iterable[tuple[str, Mapping[str, Any]]]:
+def objects_in(schema: Any, path: str) -> Iterable[tuple[str, Mapping[str, Any]]]:
     """Every object schema inside `schema` (itself included), with its path."""
     if not isinstance(schema, Mapping):
         return
     if schema.get("type") == "object" or "properties" in schema:
         yield path, schema
     for name, sub in (schema.get("properties") or {}).items():
-        yield from _objects(sub, f"{path}/properties/{name}")
+        yield from objects_in(sub, f"{path}/properties/{name}")
     if isinstance(schema.get("items"), Mapping):
-        yield from _objects(schema["items"], f"{path}/items")
+        yield from objects_in(schema["items"], f"{path}/items")
     for key in ("$defs", "definitions"):
         for name, sub in (schema.get(key) or {}).items():
-            yield from _objects(sub, f"{path}/{key}/{name}")
+            yield from objects_in(sub, f"{path}/{key}/{name}")
 
 
 def check_objects(tool: ToolDefinition) -> Iterable[Finding]:
-    for path, node in _objects(tool.parameters, "parameters"):
+    for path, node in objects_in(tool.parameters, "parameters"):
         if node.get("additionalProperties") is not False:
             yield Finding(
                 ERROR, "extra-properties-allowed", path,
@@ -83,8 +84,8 @@ def check_objects(tool: ToolDefinition) -> Iterable[Finding]:
                 )
 
 
-def _properties(schema: Any, path: str) -> Iterable[tuple[str, str, Mapping[str, Any]]]:
-    for object_path, node in _objects(schema, path):
+def properties_in(schema: Any, path: str) -> Iterable[tuple[str, str, Mapping[str, Any]]]:
+    for object_path, node in objects_in(schema, path):
         for name, sub in (node.get("properties") or {}).items():
             if isinstance(sub, Mapping):
                 yield name, f"{object_path}/properties/{name}", sub
@@ -96,10 +97,25 @@ def _is_free_string(node: Mapping[str, Any]) -> bool:
     return is_string and not any(k in node for k in ("enum", "const", "format", "pattern", "$ref"))
 
 
+_OWN_FIELD = (" The imported document describes it as the API's own field, so this is a warning to check, "
+              "not an error.")
+
+
+def _the_apis_own(tool: ToolDefinition, name: str, path: str, node: Mapping[str, Any]) -> bool:
+    """Whether an imported version's document presents this field as the API's own rather
+    than a handle on ToolHub's: the document describes it, it names the resource in the path,
+    or it sits inside a body object (a webhook's `config.url`). Hand-written versions: never."""
+    if not tool.imported:
+        return False
+    in_path = name in path_placeholders(str((tool.executor_config or {}).get("path", "")))
+    nested = path != f"parameters/properties/{name}"
+    return in_path or nested or bool(str(node.get("description") or "").strip())
+
+
 def check_properties(tool: ToolDefinition) -> Iterable[Finding]:
     bound = set(tool.context_bindings)
     top_level = set((tool.parameters.get("properties") or {}) if isinstance(tool.parameters, Mapping) else ())
-    for name, path, node in _properties(tool.parameters, "parameters"):
+    for name, path, node in properties_in(tool.parameters, "parameters"):
         lowered = name.lower()
         if not str(node.get("description") or "").strip() and name not in bound:
             yield Finding(
@@ -114,23 +130,30 @@ def check_properties(tool: ToolDefinition) -> Iterable[Finding]:
                 "variants ('not cancelled', 'Paid') that match nothing, silently.",
                 "Give it an enum of the allowed values.",
             )
+        own = _the_apis_own(tool, name, path, node)
         if lowered in IMPLEMENTATION_NAMES or (
             lowered in _PASSTHROUGH_NAMES and _PASSTHROUGH_WORDS.search(str(node.get("description") or ""))
         ):
             yield Finding(
-                ERROR, "implementation-parameter", path,
+                WARNING if own else ERROR, "implementation-parameter", path,
                 f"'{name}' hands the model an implementation detail (a query language, a URL, a command): "
-                "an injection surface instead of a business action.",
-                "Replace it with the business fields it stands for (status, date range, ...), each "
-                "validated, and build the query on the server.",
+                "an injection surface instead of a business action."
+                + (_OWN_FIELD if own else ""),
+                f"Check what a model may put in '{name}' (which hosts, which commands) and narrow it with an "
+                "enum or a pattern, or take it out of the parameters; publish once that is acceptable."
+                if own else "Replace it with the business fields it stands for (status, date range, ...), "
+                "each validated, and build the query on the server.",
             )
         if lowered in IDENTITY_NAMES and not (name in bound and name in top_level):
+            bind = (f'bind it to the session in context_bindings, e.g. {{"{name}": {{"source": '
+                    '"session.subject", "policy": "must_match"}}')
             yield Finding(
-                ERROR, "identity-not-bound", path,
+                WARNING if own else ERROR, "identity-not-bound", path,
                 f"'{name}' says whose data the call touches; taken from the model, any user can act "
-                "for any other (the most common privilege escalation).",
-                f'Bind it to the session in context_bindings, e.g. {{"{name}": {{"source": '
-                '"session.subject", "policy": "must_match"}}.',
+                "for any other (the most common privilege escalation)." + (_OWN_FIELD if own else ""),
+                f"Check whose record '{name}' names: if it is the end user's (or their tenant's), {bind}; "
+                "if it is a record of the API the model may pick, say so in the description."
+                if own else f"{bind[0].upper()}{bind[1:]}.",
             )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.imports.review import import_review
 from apps.imports.services import SKIPPED, ImportReport
 from apps.tenancy.models import Tenant
 from apps.tenancy.selectors import tenant_by_slug
@@ -31,7 +32,9 @@ def comma_list(text: str | None) -> list[str]:
 
 
 def print_report(command: BaseCommand, report: ImportReport) -> None:
-    """One line per operation or tool, its lint findings under it, then the grants."""
+    """One line per operation or tool, its lint findings under it (but those most drafts have,
+    said once after the list: apps/imports/review.py), then the grants."""
+    review = import_review(report.results)
     command.stdout.write(
         f"Imported {report.title or 'the document'} for upstream {report.upstream}"
         + (f" ({report.base_url})" if report.base_url else "") + ":"
@@ -40,8 +43,10 @@ def print_report(command: BaseCommand, report: ImportReport) -> None:
         version = result.version
         where = f" → {result.tool} v{version.number} ({version.status})" if version else ""
         command.stdout.write(f"  {result.key}: {result.summary}{where}")
-        for f in result.findings:
+        for f in review.own(result):
             command.stdout.write(f"      {f.severity} {f.code} at {f.field}: {f.fix}")
+    for line in review.lines():
+        command.stdout.write(line)
     for grant in report.granted:
         command.stdout.write(f"  granted {grant}")
     if any(r.outcome == SKIPPED for r in report.results):
