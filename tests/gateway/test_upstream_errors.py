@@ -320,3 +320,20 @@ def test_a_field_the_config_renames_points_at_its_argument():
 
     # then
     assert [path for path, _ in read.fields] == ["/date_sent_before", "/preference", "/page"]
+
+
+def test_a_refusal_with_a_lone_surrogate_and_a_nul_is_still_recorded(api, api_tool, upstream):
+    # given: JSON escapes Python reads as a lone surrogate and a NUL
+    api_tool()
+    answer = Answer(status=400, body=b'{"message": "bad \\ud800 value \\u0000 here", "errors": '
+                                     b'[{"field": "ti\\udc00tle", "message": "no\\u0000pe"}]}')
+
+    # when
+    body = refused(api, upstream, answer)
+
+    # then: the model reads them escaped, and the failed write's envelope is stored
+    assert body["kind"] == "invalid_args"
+    assert body["message"].endswith('"bad \\ud800 value \\u0000 here"')
+    assert body["details"][0]["path"] == "/ti\\udc00tle"
+    entry = LedgerEntry.objects.get()
+    assert entry.state == LedgerState.FAILED
