@@ -299,6 +299,8 @@ def test_an_upstreams_words_stay_data_clipped_and_without_the_credential(api, ap
     ("Items[0].Price", "/Items/0/Price"),
     ("$.profile.color", "/profile/color"),
     ("#/profile/color", "/profile/color"),
+    ("#/first%20name", "/first name"),
+    ("/first%20name", "/first%20name"),
     ("/a~1b/c", "/a~1b/c"),
     ("a/b", "/a~1b"),
 ])

@@ -106,7 +106,8 @@ def field_pointer(name: str, wire_names: Mapping[str, str]) -> str:
     first segment is the wire name's argument where the config renames one."""
     name = name.strip()
     if name.startswith(("/", "#/")):
-        written = unquote(name.removeprefix("#")).split("/")[1:]
+        # The URI fragment form percent-encodes what a URI cannot hold (RFC 6901 §6).
+        written = (unquote(name[1:]) if name.startswith("#") else name).split("/")[1:]
         segments = [part.replace("~1", "/").replace("~0", "~") for part in written]
     else:
         name = name.removeprefix("$.")
