@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -43,6 +43,8 @@ class Answer:
     status: int = 200
     body: Any = None  # JSON-encoded unless bytes
     delay_s: float = 0.0
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class Upstream:
@@ -67,7 +69,9 @@ class Upstream:
                 time.sleep(answer.delay_s)
                 raw = answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
                 self.send_response(answer.status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", answer.content_type)
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()
                 if self.command != "HEAD":

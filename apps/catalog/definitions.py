@@ -130,6 +130,10 @@ _EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
             "upstream": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"},
             "tool": {"type": "string", "minLength": 1, "maxLength": 128},
             "idempotency_argument": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"},
+            # The top-level arguments (JSON pointers, "/name") whose null is sent; any other
+            # null argument is left out.
+            "send_null": {"type": "array", "items": {"type": "string", "pattern": "^/([^/~]|~[01])+$"},
+                          "uniqueItems": True},
         },
         "required": ["upstream", "tool"],
         "additionalProperties": False,
@@ -316,14 +320,22 @@ def http_mapping_problems(*, executor_config: Mapping[str, Any], parameters: Map
 
 def mcp_config_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:
     """How an mcp version's config disagrees with its parameters: the argument that carries the
-    idempotency key is ToolHub's to fill, so the model must not see or fill it."""
+    idempotency key is ToolHub's to fill, so the model must not see or fill it; `send_null`
+    names properties of the parameters."""
+    problems = []
     argument = executor_config.get("idempotency_argument")
     if argument in known:
-        return [
+        problems.append(
             f"idempotency_argument {argument!r} is also a property of the parameters schema: remove it "
             "there. ToolHub fills it with the call's idempotency key; a model never does."
-        ]
-    return []
+        )
+    send_null = executor_config.get("send_null") or ()
+    if unknown := [p for p in send_null if p[1:].replace("~1", "/").replace("~0", "~") not in known]:
+        problems.append(
+            f"send_null names {', '.join(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not a "
+            "property of the parameters schema."
+        )
+    return problems
 
 
 def platform_settings_named(*, executor: str, executor_config: Any) -> dict[str, str]:

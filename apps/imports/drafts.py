@@ -35,7 +35,7 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"
 # The executor_config keys an import writes (of http versions, then of mcp ones); a curator's
 # others (response_pointer, status_path) survive a re-import.
 MAPPING_KEYS = ("upstream", "method", "path", "query", "headers", "body", "idempotency_header", "tool",
-                "idempotency_argument")
+                "idempotency_argument", "send_null")
 # The draft fields an import fills, compared on re-import.
 IMPORTED_FIELDS = ("description", "parameters", "side_effect", "executor_config")
 
@@ -211,22 +211,37 @@ def json_schema(node: Any, *, is_30: bool, request: bool = True) -> Any:
 def strict(node: Any) -> Any:
     """Every object with properties closed (`additionalProperties: false` unless it says
     otherwise) and listing every property in `required`, an optional one admitting null."""
+    return _closing(node, require_all=True)
+
+
+def closed(node: Any) -> Any:
+    """Every object with properties closed (`additionalProperties: false` unless it says
+    otherwise), its `required` as written: optional properties stay optional."""
+    return _closing(node, require_all=False)
+
+
+def _closing(node: Any, *, require_all: bool) -> Any:
     if not isinstance(node, dict):
         return node
     out = dict(node)
     for key in ("items", "additionalProperties", *_SCHEMA_ONE):
         if isinstance(out.get(key), dict):
-            out[key] = strict(out[key])
+            out[key] = _closing(out[key], require_all=require_all)
     for key in _SCHEMA_MANY:
         if isinstance(out.get(key), list):
-            out[key] = [strict(sub) for sub in out[key]]
+            out[key] = [_closing(sub, require_all=require_all) for sub in out[key]]
     if isinstance(out.get("properties"), dict):
         required = [r for r in out.get("required") or [] if r in out["properties"]]
         out["properties"] = {
-            name: strict(sub) if name in required else or_null(strict(sub)) if isinstance(sub, dict) else sub
+            name: _closing(sub, require_all=require_all)
+            if name in required or not require_all or not isinstance(sub, dict)
+            else or_null(_closing(sub, require_all=require_all))
             for name, sub in out["properties"].items()
         }
-        out["required"] = [*required, *(n for n in out["properties"] if n not in required)]
+        if require_all:
+            out["required"] = [*required, *(n for n in out["properties"] if n not in required)]
+        elif required or "required" in out:
+            out["required"] = required
         out.setdefault("additionalProperties", False)
     return out
 

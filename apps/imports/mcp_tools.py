@@ -1,9 +1,14 @@
 """A tool an MCP server lists (`tools/list`) as the content of a tool version draft. Pure.
 
 - parameters: its `inputSchema`, `$ref`s inside it expanded within the import's limits
-  (refs.py; a recursive one, or one past a limit, makes the tool not importable), made
-  strict like an OpenAPI operation's (drafts.py: every property required, an optional one
-  admitting null, objects closed);
+  (refs.py; a recursive one, or one past a limit, makes the tool not importable), objects
+  closed (drafts.py `closed`), the server's `required` kept: an optional argument stays
+  optional and admits null only where the server says so. The version is not strict (the
+  curator's choice); strict exports still show every property required and optional ones
+  nullable, and the validate stage drops the nulls they let a model send;
+- `send_null`: the top-level arguments whose schema the server wrote admitting null. The
+  executor leaves out any other null argument (principle 7: null means "leave it out"), also
+  for versions imported strict before;
 - side effect from its annotations, for the curator to confirm: `readOnlyHint` →
   `readonly`, otherwise (`destructiveHint` or no hint) `write`; `idempotentHint` is noted;
 - the `mcp` executor's config: the upstream and the server's name for the tool; a write's
@@ -19,7 +24,7 @@ from typing import Any
 
 from apps.common.jsontext import HazardKind, first_hazard
 
-from .drafts import Draft, json_schema, snake_name, strict
+from .drafts import Draft, closed, json_schema, snake_name
 from .errors import Unsupported
 from .limits import ImportLimitExceeded, ImportLimits, too_deep
 from .openapi import operation_digest
@@ -79,20 +84,37 @@ def draft_of_tool(
     description = str(definition.get("description") or "").strip()
     side_effect = "readonly" if annotations.get("readOnlyHint") is True else "write"
     schema = _input_schema(definition, limits)
-    config = {"upstream": upstream, "tool": name}
+    config: dict[str, Any] = {"upstream": upstream, "tool": name}
     if side_effect == "write":
         for argument in IDEMPOTENCY_ARGUMENTS:
             if argument in schema["properties"]:
                 schema = _without(schema, argument)
                 config["idempotency_argument"] = argument
                 break
+    if nullable := [pointer([prop]) for prop, sub in schema["properties"].items() if says_null(sub)]:
+        config["send_null"] = nullable
     return Draft(
         name=snake_name(name),
         summary=(title or description.split("\n")[0] or name)[:200],
         description=description or f"Calls the tool {name} of {upstream}.",
-        parameters=strict(schema),
+        parameters=closed(schema),
         side_effect=side_effect,
         executor_config=config,
+    )
+
+
+def says_null(node: Any) -> bool:
+    """Whether a schema names null among its values (`type` null, a null in `enum` or `const`,
+    an `anyOf`/`oneOf` branch that does): a schema that merely leaves the type open does not."""
+    if not isinstance(node, Mapping):
+        return False
+    kind, values = node.get("type"), node.get("enum")
+    branches = [sub for key in ("anyOf", "oneOf") if isinstance(node.get(key), list) for sub in node[key]]
+    return (
+        kind == "null" or (isinstance(kind, list) and "null" in kind)
+        or (isinstance(values, list) and None in values)
+        or ("const" in node and node["const"] is None)
+        or any(says_null(sub) for sub in branches)
     )
 
 

@@ -436,7 +436,7 @@ def mcp_import_definition(
             actor=actor,
         )
         version = version_create_draft(
-            tool=tool, actor=actor, **draft.fields(), strict=True, executor=MCP_EXECUTOR, source=source,
+            tool=tool, actor=actor, **draft.fields(), strict=False, executor=MCP_EXECUTOR, source=source,
             changelog=f"Imported from the tool {key} of {upstream}. {hints_note(definition)}",
         )
         return OperationResult(key=key, pointer="", outcome=NEW, tool=tool.name, version=version)

@@ -48,6 +48,15 @@ def test_the_key_argument_is_a_plain_name():
     assert len(problems) == 1 and problems[0].startswith("/idempotency_argument:")
 
 
+def test_send_null_names_top_level_properties_of_the_parameters():
+    assert config_problems({"upstream": "shipping", "tool": "t", "send_null": ["/shipment_id"]}) == []
+    assert config_problems({"upstream": "shipping", "tool": "t", "send_null": ["/carrier"]}) == [
+        "send_null names /carrier, which is not a property of the parameters schema."
+    ]
+    nested = config_problems({"upstream": "shipping", "tool": "t", "send_null": ["/shipment_id/x"]})
+    assert len(nested) == 1 and nested[0].startswith("/send_null/0:")
+
+
 @pytest.mark.parametrize(("config", "found"), [
     ({"upstream": "shipping", "tool": "schedule_pickup"}, True),
     ({"upstream": "shipping", "tool": "schedule_pickup", "idempotency_argument": "idempotency_key"}, False),

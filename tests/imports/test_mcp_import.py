@@ -28,7 +28,7 @@ def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
     assert set(versions) == {"track_shipment", "list_carriers", "schedule_pickup", "pickup_status",
                              "vague_status", "cancel_shipment"}
     track = versions["track_shipment"]
-    assert (track.status, track.executor, track.strict) == ("draft", "mcp", True)
+    assert (track.status, track.executor, track.strict) == ("draft", "mcp", False)
     assert track.executor_config == {"upstream": "shipping", "tool": "track_shipment"}
     assert track.description == "Where a shipment is."
     assert track.parameters["properties"]["shipment_id"]["type"] == "string"
@@ -116,9 +116,9 @@ def test_the_side_effect_is_suggested_from_the_annotations(annotations, side_eff
 
     assert draft.side_effect == side_effect
     assert draft.name == "get_weather"
-    # an optional argument: required, and null says "not given"
-    assert draft.parameters["required"] == ["city"]
-    assert draft.parameters["properties"]["city"]["type"] == ["string", "null"]
+    # an optional argument stays optional, and null is not one of its values
+    assert "required" not in draft.parameters
+    assert draft.parameters["properties"]["city"]["type"] == "string"
 
 
 def test_a_tool_the_server_lists_no_more_is_refused_with_the_ones_it_lists(agent):

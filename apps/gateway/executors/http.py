@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -36,14 +37,7 @@ import httpx
 from django.conf import settings
 
 from apps.catalog.definitions import path_problems, platform_settings_named
-from apps.common.errors import (
-    BusinessRuleError,
-    InvalidArgsError,
-    NotFoundError,
-    RateLimitedError,
-    UnavailableError,
-    UpstreamError,
-)
+from apps.common.errors import InvalidArgsError, UnavailableError
 from apps.common.logs import REDACTED
 from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
@@ -61,6 +55,7 @@ from .base import (
 )
 from .egress import EgressRefused, EgressTransport
 from .http_mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
+from .upstream_errors import ErrorAnswer, refusal, wire_names
 
 logger = logging.getLogger("toolhub.egress")
 
@@ -254,48 +249,20 @@ def _unavailable(request: ExecutionRequest, reason: str) -> ExecutionRejected:
     ))
 
 
-def _upstream_message(response: httpx.Response, endpoint: Endpoint) -> str:
+def _rejection(response: httpx.Response, request: ExecutionRequest, endpoint: Endpoint) -> ExecutionRejected:
+    """A 4xx answer: the upstream refused the request, so nothing was applied. What it said is
+    read by upstream_errors.py, in its own words, as data."""
+    content_type = response.headers.get("content-type", "")
     try:
-        body = response.json()
+        body: Any = response.json()
     except ValueError:
-        return f"HTTP {response.status_code}"
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return endpoint.hidden(str(error["message"]))[:300]
-    return f"HTTP {response.status_code}"
-
-
-def _rejection(response: httpx.Response, tool: str, endpoint: Endpoint) -> ExecutionRejected:
-    """A 4xx answer: the upstream refused the request, so nothing was applied."""
-    message = _upstream_message(response, endpoint)
-    status = response.status_code
-    if status == 404:
-        error: Any = NotFoundError(
-            f"{tool}: {message}", hint="Check the identifier; it may not exist for this user."
-        )
-    elif status in (400, 422):
-        error = InvalidArgsError(
-            f"{tool} refused the arguments: {message}",
-            hint="Change the arguments as the message says; calling again unchanged fails again.",
-        )
-    elif status == 409:
-        error = BusinessRuleError(
-            f"{tool} refused the call: {message}",
-            hint="The target's current state does not allow this call as it is; the message says "
-            "why. Do not send it again unchanged: change it as the message says, or tell the user.",
-        )
-    elif status == 429:
-        error = RateLimitedError(
-            f"{tool}'s provider is rate limiting ToolHub.",
-            hint="Wait a minute, then call again.",
-            retry_after_s=60,
-        )
-    else:
-        error = UpstreamError(
-            f"{tool}'s provider refused ToolHub's request ({message}).",
-            hint="This needs an operator (credentials or configuration); tell the user and do not retry.",
-        )
-    return ExecutionRejected(error)
+        # A plain-text refusal is quoted as it is; an HTML error page says nothing to a model.
+        body = response.text if content_type.startswith("text/plain") else None
+    answer = ErrorAnswer(response.status_code, content_type, body, response.headers)
+    wire = wire_names(request.config)
+    return ExecutionRejected(
+        refusal(answer, tool=request.tool_name, hidden=endpoint.hidden, wire=wire, now=time.time())
+    )
 
 
 def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response]) -> httpx.Response:
@@ -340,7 +307,7 @@ def run_http(request: ExecutionRequest) -> Any:
     except httpx.TransportError as exc:
         raise ExecutionAmbiguous(f"the connection failed after sending: {type(exc).__name__}") from None
     if 400 <= response.status_code < 500:
-        raise _rejection(response, request.tool_name, endpoint)
+        raise _rejection(response, request, endpoint)
     if response.status_code >= 500 or not response.is_success:
         raise ExecutionAmbiguous(f"the provider answered HTTP {response.status_code}")
     if response.status_code == 204 or parts.method == "HEAD":

@@ -46,6 +46,7 @@ from mcp_types import (
 
 from apps.common.egress import EgressRefused
 from apps.common.errors import UnavailableError, UpstreamError
+from apps.gateway.pipeline.text import pointer
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call
@@ -136,8 +137,16 @@ def _shown(data: Any, endpoint: Endpoint) -> Any:
 
 def _call_arguments(request: ExecutionRequest) -> dict[str, Any]:
     """The arguments sent: the call's, and on a write the ledger's idempotency key in the
-    argument the version's `idempotency_argument` names (never the model's value)."""
-    arguments = dict(request.arguments)
+    argument the version's `idempotency_argument` names (never the model's value). A null
+    argument is left out (null means "leave it out", principle 7) unless the version's
+    `send_null` lists it (`/name`): a server's optional argument may refuse null (as
+    mcp-server-git's `git_log` refuses `max_count: null`), and a version imported strict
+    before has every optional argument nullable."""
+    send_null = set(request.config.get("send_null") or ())
+    arguments = {
+        name: value for name, value in request.arguments.items()
+        if value is not None or pointer([name]) in send_null
+    }
     if (name := request.config.get("idempotency_argument")) and request.idempotency_key:
         arguments[str(name)] = request.idempotency_key
     return arguments
