@@ -90,10 +90,11 @@ def test_a_patch_keeps_its_fields_optional_and_sends_null_only_where_the_documen
 
     assert draft.parameters["required"] == ["owner", "repo", "issue_number"]
     assert draft.executor_config["body"] == ["title", "state", "milestone", "labels"]
-    assert draft.executor_config["send_null"] == ["/title", "/milestone"]
+    assert draft.executor_config["send_null"] == ["/milestone"]
     path = {"owner": "octo", "repo": "hello", "issue_number": 7}
     assert _accepts(draft, {**path, "state": "closed"})
     assert _accepts(draft, {**path, "milestone": None})
+    assert not _accepts(draft, {**path, "title": None})
     assert not _accepts(draft, {**path, "state": None})
     assert not _accepts(draft, {**path, "labels": None})
 
