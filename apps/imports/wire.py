@@ -158,7 +158,7 @@ def request_body(
             )
         members = {name: schema for name, schema in members.items() if name not in files}
     config["body"] = list(members)
-    if media_type in (FORM, MULTIPART) and (encoding := body_encoding(media.get("encoding"), members)):
+    if media_type != JSON and (encoding := body_encoding(media_type, media.get("encoding"), members)):
         config["body_encoding"] = encoding
     if pointers := null_pointers({"properties": members}):
         config["send_null"] = pointers
@@ -178,19 +178,21 @@ def is_binary(schema: Any) -> bool:
     return schema.get("type") == "array" and is_binary(schema.get("items"))
 
 
-def body_encoding(encoding: Any, properties: Mapping[str, Any]) -> dict[str, Any]:
+def body_encoding(media_type: str, encoding: Any, properties: Mapping[str, Any]) -> dict[str, Any]:
     """The body_encoding config of a form or multipart body: OpenAPI's encoding object, for
-    the properties that are arguments."""
+    the properties that are arguments. A form's array or object property the object does not
+    name is written as OpenAPI's default for it (form, exploded: `MediaUrl=a&MediaUrl=b`, as
+    Twilio takes it), not left to the executor's bracket notation, which is Stripe's."""
+    written_for = encoding if isinstance(encoding, Mapping) else {}
     out: dict[str, Any] = {}
-    for name, written in (encoding.items() if isinstance(encoding, Mapping) else ()):
-        if name not in properties or not isinstance(written, Mapping):
-            continue
+    for name, schema in properties.items():
+        written = written_for.get(name)
+        written = written if isinstance(written, Mapping) else {}
         entry: dict[str, Any] = {}
-        if "style" in written:
-            entry["style"] = str(written["style"])
-            entry["explode"] = bool(written.get("explode", _explodes(str(written["style"]))))
-        elif "explode" in written:
-            entry["explode"] = bool(written["explode"])
+        structured = media_type == FORM and bool(value_kinds(schema) & _OBJECT_KINDS)
+        if "style" in written or "explode" in written or structured:
+            style = str(written.get("style", "form"))
+            entry["style"], entry["explode"] = style, bool(written.get("explode", _explodes(style)))
         if isinstance(written.get("contentType"), str):
             entry["content_type"] = written["contentType"]
         if written.get("allowReserved") is True:

@@ -152,7 +152,8 @@ def test_the_members_a_form_body_requires_stay_required_when_the_body_is_not_mar
 
     assert draft.executor_config["body_media_type"] == FORM
     assert draft.executor_config["body"] == ["To", "Body", "MediaUrl"]
-    assert "body_encoding" not in draft.executor_config  # the bracket notation by default
+    # OpenAPI's default for a form's array, as Twilio takes it: MediaUrl=a&MediaUrl=b
+    assert draft.executor_config["body_encoding"] == {"MediaUrl": {"style": "form", "explode": True}}
     assert draft.parameters["required"] == ["AccountSid", "To"]
 
 
