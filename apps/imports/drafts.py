@@ -1,19 +1,27 @@
 """An OpenAPI operation (openapi.py) as the content of a tool version draft. Pure.
 
-- parameters: one strict object schema of the path, query, header and JSON body
-  parameters; every property required, an optional one admitting null (the catalog's
-  strict rules, apps/catalog/exports.py), `additionalProperties: false` on every object
+- parameters: one object schema of the path, query, header, cookie and body parameters,
+  with the document's `required` (an optional one stays optional: the version is not
+  strict unless a curator makes it so), `additionalProperties: false` on every object
   with properties; enums and `oneOf` kept; OpenAPI 3.0's `nullable` and 3.1's
-  `type: [.., "null"]` both become a type admitting null; formats kept, with a pattern
-  where RE2 matches them (apps/catalog/patterns.py);
-- the request mapping of the http executor (docs/contract.md §5): method, path template,
-  query parameters, headers, body;
+  `type: [.., "null"]` both become a type admitting null, and nothing else admits null;
+  formats kept, with a pattern where RE2 matches them (apps/catalog/patterns.py);
+- the request mapping of the http executor (docs/http-tools.md): method, path template,
+  query parameters, headers, cookies, each parameter's serialization where the document
+  asks for one (wire.py), the body by media type (JSON preferred, a form with its encoding
+  object, multipart without files, text) and the body members whose null the document
+  accepts (`send_null`; every other null is left out of the request);
 - side effect from the method: GET and HEAD `readonly`, the others `write`.
 
+A wire name that is not a safe argument name (Twilio's `DateSent<`, `ids[]`, `per-page`)
+becomes a snake_case argument that names it; a parameter named like a body member, or
+like a parameter elsewhere, gets its location as prefix (`path_owner`).
+
 Credentials never become arguments: header and query parameters the document's security
-schemes name, and `Authorization`, are left out (the upstream's credential sends them). An
-`Idempotency-Key` header parameter becomes the version's idempotency header. An operation
-ToolHub cannot map (a non-JSON body, a required cookie) raises `Unsupported`.
+schemes name, and `Authorization`, are left out (the upstream's credential sends them), and
+so are headers the transport sets (`Accept`, `Content-Type`...). An `Idempotency-Key`
+header parameter becomes the version's idempotency header. An operation ToolHub cannot map
+(a file upload, an octet stream) raises `Unsupported`.
 """
 
 from __future__ import annotations
@@ -23,9 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from apps.catalog.definitions import path_problems
+from apps.catalog.definitions import RESERVED_HEADERS, path_problems
 from apps.catalog.patterns import pattern_problem
 
+from . import wire
 from .openapi import OpenAPIError, Operation, Unsupported
 
 READONLY_METHODS = frozenset({"GET", "HEAD"})
@@ -34,8 +43,9 @@ IDEMPOTENCY_HEADERS = frozenset({"idempotency-key", "x-idempotency-key"})
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 # The executor_config keys an import writes (of http versions, then of mcp ones); a curator's
 # others (response_pointer, status_path) survive a re-import.
-MAPPING_KEYS = ("upstream", "method", "path", "query", "headers", "body", "idempotency_header", "tool",
-                "idempotency_argument", "send_null")
+MAPPING_KEYS = ("upstream", "method", "path", "query", "headers", "cookies", "serialization", "body",
+                "body_media_type", "body_encoding", "send_null", "idempotency_header", "tool",
+                "idempotency_argument")
 # The draft fields an import fills, compared on re-import.
 IMPORTED_FIELDS = ("description", "parameters", "side_effect", "executor_config")
 
@@ -62,6 +72,11 @@ _DROPPED = frozenset(
 _SCHEMA_ONE = ("items", "not", "contains", "propertyNames")
 _SCHEMA_MANY = ("oneOf", "anyOf", "allOf", "prefixItems")
 MAX_NAME = 64
+# Argument names as every model API takes them; another wire name becomes snake_case.
+_SAFE_ARGUMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Comparison suffixes of filter parameters (Twilio's `DateSent<`), in words.
+_OPERATOR_WORDS = (("<=", " on or before "), (">=", " on or after "), ("<", " before "), (">", " after "),
+                   ("[]", " "))
 
 
 @dataclass(frozen=True)
@@ -259,6 +274,16 @@ def snake_name(text: str) -> str:
     return name[:MAX_NAME].rstrip("_")
 
 
+def argument_name(wire_name: str) -> str:
+    """The argument a parameter's wire name becomes: the name itself when it is a safe one,
+    else readable snake_case (Twilio's `DateSent<` is `date_sent_before`, `ids[]` is `ids`)."""
+    if _SAFE_ARGUMENT.fullmatch(wire_name):
+        return wire_name
+    for operator, words in _OPERATOR_WORDS:
+        wire_name = wire_name.replace(operator, words)
+    return snake_name(wire_name)
+
+
 def _argument_schema(parameter: Mapping[str, Any], *, is_30: bool) -> dict[str, Any]:
     schema = parameter.get("schema")
     if schema is None:
@@ -270,21 +295,42 @@ def _argument_schema(parameter: Mapping[str, Any], *, is_30: bool) -> dict[str, 
     return converted
 
 
-def _json_body(body: Any) -> tuple[Mapping[str, Any] | None, bool]:
-    """The JSON schema of an operation's request body and whether the body is required."""
-    if not isinstance(body, dict):
-        return None, False
-    media = body.get("content") or {}
-    json_type = next(
-        (t for t in media if t.split(";")[0].strip() == "application/json" or t.endswith("+json")), None
+class _Arguments:
+    """The arguments of one operation as they are added: each under a name of its own."""
+
+    def __init__(self, taken: set[str] | None = None) -> None:
+        self.properties: dict[str, Any] = {}
+        self.required: list[str] = []
+        self.taken = set(taken or ())
+
+    def add(self, preferred: str, schema: Any, is_required: bool, where: str) -> str:
+        """Adds an argument, named `preferred` or, when another location took that name,
+        `{where}_{preferred}`; returns the name."""
+        for name in (preferred, f"{where}_{preferred}"):
+            if name not in self.properties and name not in self.taken:
+                self.properties[name] = schema
+                if is_required:
+                    self.required.append(name)
+                return name
+        raise Unsupported(f"two of its {where} parameters are both called {preferred!r}.")
+
+
+def _request_body(body: Any, *, is_30: bool) -> wire.Body | None:
+    """The arguments and config of an operation's request body; None without one. Raises
+    Unsupported for a body ToolHub cannot send."""
+    if not isinstance(body, dict) or not body.get("content"):
+        return None
+    media_type, media = wire.chosen_media(body["content"])
+    schema = media.get("schema")
+    written: dict[str, Any] = schema if isinstance(schema, dict) else {}
+    title = written.get("title")
+    description = body.get("description")
+    return wire.request_body(
+        media_type, media, _merge_all_of(written), json_schema(written, is_30=is_30),
+        is_required=bool(body.get("required")),
+        argument=argument_name(title) if isinstance(title, str) and title.strip() else "body",
+        description=str(description).strip() if description else "",
     )
-    if json_type is None:
-        if body.get("required"):
-            types = ", ".join(media) or "none"
-            raise Unsupported(f"its request body is not JSON ({types}); ToolHub sends JSON bodies only.")
-        return None, False
-    schema = (media[json_type] or {}).get("schema") or {}
-    return schema, bool(body.get("required"))
 
 
 def draft_of(operation: Operation, *, upstream: str) -> Draft:
@@ -295,83 +341,76 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
     if problems := path_problems(path):
         raise Unsupported(f"its path {path!r} would leave the upstream's base URL: {'; '.join(problems)}.")
     credentials = set(op["credential_parameters"])
-    properties: dict[str, Any] = {}
-    required: list[str] = []
+    body = _request_body(op.get("requestBody"), is_30=is_30)
+    if body and method in READONLY_METHODS and not body.properties:
+        body = None  # Stripe gives every GET an empty form body: nothing to send
+    # A body member's name is its key in the body, so it keeps it; a parameter of the same
+    # name is the one renamed.
+    arguments = _Arguments(taken=set(body.properties) if body else set())
     query: list[str] = []
     headers: dict[str, str] = {}
+    cookies: dict[str, str] = {}
+    serialization: dict[str, Any] = {}
     idempotency_header = None
-
-    def add(name: str, schema: dict[str, Any], is_required: bool, where: str) -> None:
-        if name in properties:
-            raise Unsupported(f"two of its parameters are both called {name!r} (one is the {where}).")
-        properties[name] = schema
-        if is_required:
-            required.append(name)
 
     for location in ("path", "query", "header", "cookie"):
         for parameter in (p for p in op["parameters"] if p["in"] == location):
             name = parameter["name"]
-            if f"{location}:{name.lower()}" in credentials or (
-                location == "header" and name.lower() in CREDENTIAL_HEADERS
+            lowered = name.lower()
+            if f"{location}:{lowered}" in credentials or (
+                location == "header" and lowered in CREDENTIAL_HEADERS
             ):
                 continue
-            if location == "cookie":
-                if parameter.get("required"):
-                    raise Unsupported(f"it needs the cookie {name!r}; ToolHub does not send cookies.")
-                continue
-            if location == "header" and name.lower() in IDEMPOTENCY_HEADERS:
+            if location == "header" and lowered in IDEMPOTENCY_HEADERS:
                 idempotency_header = name
                 continue
+            if location == "header" and lowered in RESERVED_HEADERS:
+                continue  # the transport sets it (Accept, Content-Type...): not the model's to choose
             schema = _argument_schema(parameter, is_30=is_30)
+            preferred = snake_name(name) if location == "header" else argument_name(name)
+            argument = arguments.add(preferred, schema, location == "path" or bool(parameter.get("required")),
+                                     location)
             if location == "path":
-                add(name, schema, True, "path parameter")
+                path = path.replace(f"{{{name}}}", f"{{{argument}}}")
             elif location == "query":
-                add(name, schema, bool(parameter.get("required")), "query parameter")
-                query.append(name)
-            else:
-                argument = snake_name(name)
-                add(argument, schema, bool(parameter.get("required")), f"header {name}")
+                query.append(argument)
+            elif location == "header":
                 headers[name] = argument
+            else:
+                cookies[name] = argument
+            if entry := wire.serialization(parameter, location, schema, argument):
+                serialization[argument] = entry
     for name in re.findall(r"{([^}]+)}", path):
-        if name not in properties:
+        if name not in arguments.properties:
             raise OpenAPIError(
                 operation.pointer, f"the path names {{{name}}} but no path parameter {name!r}."
             )
 
-    body_schema, body_required = _json_body(op.get("requestBody"))
-    body: list[str] = []
-    if body_schema is not None:
-        converted = json_schema(body_schema, is_30=is_30)
-        if not (isinstance(converted, dict) and _is_object(converted) and "properties" in converted):
-            raise Unsupported(
-                "its JSON body is not an object with named properties; ToolHub maps arguments onto "
-                "a body object."
-            )
-        body_required_names = set(converted.get("required") or ()) if body_required else set()
-        for name, schema in converted["properties"].items():
-            add(name, schema, name in body_required_names, "body")
-            body.append(name)
-
-    parameters = strict({
+    properties = dict(arguments.properties)
+    required = list(arguments.required)
+    if body:
+        properties.update(body.properties)
+        required += body.required
+    parameters = closed({
         "type": "object",
         "properties": properties,
         "required": required,
         "additionalProperties": False,
     })
     config: dict[str, Any] = {"upstream": upstream, "method": method, "path": path}
-    if query:
-        config["query"] = query
-    if headers:
-        config["headers"] = headers
-    if body_schema is not None:
-        config["body"] = body
+    for key, value in (("query", query), ("headers", headers), ("cookies", cookies),
+                       ("serialization", serialization)):
+        if value:
+            config[key] = value
+    if body:
+        config.update(body.config)
     side_effect = "readonly" if method in READONLY_METHODS else "write"
     if side_effect == "write":
         config["idempotency_header"] = idempotency_header or "Idempotency-Key"
     summary, description = str(op["summary"]).strip(), str(op["description"]).strip()
     text = "\n\n".join(dict.fromkeys(t for t in (summary, description) if t))
     return Draft(
-        name=snake_name(op["operationId"] or f"{method.lower()}_{path}"),
+        name=snake_name(op["operationId"] or f"{method.lower()}_{op['path']}"),
         summary=(summary or operation.key)[:200],
         description=text or f"Calls {method} {path} of {upstream}.",
         parameters=parameters,

@@ -29,6 +29,7 @@ from .errors import Unsupported
 from .limits import ImportLimitExceeded, ImportLimits, too_deep
 from .openapi import operation_digest
 from .refs import Expander, RefError, pointer
+from .wire import says_null
 
 EXECUTOR = "mcp"
 IDEMPOTENCY_ARGUMENTS = ("idempotency_key", "idempotencyKey")
@@ -100,21 +101,6 @@ def draft_of_tool(
         parameters=closed(schema),
         side_effect=side_effect,
         executor_config=config,
-    )
-
-
-def says_null(node: Any) -> bool:
-    """Whether a schema names null among its values (`type` null, a null in `enum` or `const`,
-    an `anyOf`/`oneOf` branch that does): a schema that merely leaves the type open does not."""
-    if not isinstance(node, Mapping):
-        return False
-    kind, values = node.get("type"), node.get("enum")
-    branches = [sub for key in ("anyOf", "oneOf") if isinstance(node.get(key), list) for sub in node[key]]
-    return (
-        kind == "null" or (isinstance(kind, list) and "null" in kind)
-        or (isinstance(values, list) and None in values)
-        or ("const" in node and node["const"] is None)
-        or any(says_null(sub) for sub in branches)
     )
 
 

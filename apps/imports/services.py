@@ -254,7 +254,7 @@ def _draft_operation(
             actor=actor,
         )
         version = version_create_draft(
-            tool=tool, actor=actor, **draft.fields(), strict=True, executor="http", source=source,
+            tool=tool, actor=actor, **draft.fields(), strict=False, executor="http", source=source,
             changelog=f"Imported from {document.title or 'an OpenAPI document'}, operation {operation.key}.",
         )
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=tool.name,

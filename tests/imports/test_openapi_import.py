@@ -65,15 +65,16 @@ def test_the_petstore_becomes_one_draft_per_operation(tenant):
     }
     assert set(ToolVersion.objects.values_list("status", flat=True)) == {"draft"}
     find = _version("find_pets")
-    assert (find.side_effect, find.executor, find.strict) == ("readonly", "http", True)
+    assert (find.side_effect, find.executor, find.strict) == ("readonly", "http", False)
     assert find.executor_config == {"upstream": "petstore", "method": "GET", "path": "/pets",
                                     "query": ["tags", "limit"]}
     assert find.description == "Returns all pets from the system that the user has access to"
-    # optional query parameters: required, and null says "not given"
-    assert find.parameters["required"] == ["tags", "limit"]
-    assert find.parameters["properties"]["limit"]["type"] == ["integer", "null"]
-    assert _accepts(find, {"tags": ["dog"], "limit": None})
-    assert not _accepts(find, {"tags": None, "limit": 5, "colour": "red"})
+    # optional query parameters stay optional, and admit no null the document does not
+    assert find.parameters["required"] == []
+    assert find.parameters["properties"]["limit"]["type"] == "integer"
+    assert _accepts(find, {"tags": ["dog"]})
+    assert not _accepts(find, {"limit": None})
+    assert not _accepts(find, {"limit": 5, "colour": "red"})
     # the body of addPet, from NewPet by $ref
     add = _version("add_pet")
     assert add.side_effect == "write"
@@ -100,8 +101,8 @@ def test_a_31_document_keeps_refs_oneof_nulls_enums_and_path_parameters(tenant):
     outcomes = {r.key: r.summary for r in report.results}
     assert outcomes == {
         "listOrders": "new", "createOrder": "new", "getOrder": "new", "updateOrderStatus": "new",
-        "uploadInvoice": "skipped: its request body is not JSON (multipart/form-data); ToolHub sends "
-        "JSON bodies only.",
+        "uploadInvoice": "skipped: its multipart body needs the file field file; ToolHub does not upload "
+        "files.",
     }
     assert report.base_url == "https://api.example.com/v2"
     listing = _version("list_orders")
@@ -109,7 +110,7 @@ def test_a_31_document_keeps_refs_oneof_nulls_enums_and_path_parameters(tenant):
     # the API key never becomes an argument; a listed header does, snake_cased
     assert set(properties) == {"status", "placed_after", "limit", "x_request_channel"}
     assert listing.executor_config["headers"] == {"X-Request-Channel": "x_request_channel"}
-    assert properties["status"]["enum"] == ["pending", "paid", "shipped", "cancelled", None]
+    assert properties["status"]["enum"] == ["pending", "paid", "shipped", "cancelled"]
     assert properties["x_request_channel"]["enum"] == ["web", "phone"]
     assert properties["placed_after"]["format"] == "date"
     assert _accepts(listing, {"status": "paid", "placed_after": "2026-01-31", "limit": 20,
@@ -125,6 +126,8 @@ def test_a_31_document_keeps_refs_oneof_nulls_enums_and_path_parameters(tenant):
     create = _version("create_order")
     assert create.executor_config["body"] == ["items", "shipping_address", "payment", "note"]
     assert create.executor_config["idempotency_header"] == "Idempotency-Key"
+    # the members whose null the document accepts: null is sent for them only
+    assert create.executor_config["send_null"] == ["/shipping_address", "/note"]
     assert "id" not in create.parameters["properties"]  # read-only: the server's to set
     order = {"items": [{"sku": "A1", "quantity": 2}], "shipping_address": None,
              "payment": {"method": "bank", "iban": "DE02"}, "note": None}
@@ -160,7 +163,8 @@ def test_nullable_of_openapi_30_admits_null_and_keeps_the_enum(tenant):
     properties = _version("open_ticket").parameters["properties"]
     assert properties["priority"] == {"type": ["string", "null"], "enum": ["low", "high", None]}
     assert properties["due"]["pattern"].startswith("^")
-    assert properties["count"] == {"type": ["integer", "null"], "exclusiveMinimum": 0}
+    assert properties["count"] == {"type": "integer", "exclusiveMinimum": 0}
+    assert _version("open_ticket").executor_config["send_null"] == ["/priority"]
 
 
 def test_names_are_made_unique_in_the_tenant(tenant):
@@ -272,7 +276,7 @@ def test_reimporting_shows_what_changed_and_drafts_only_the_changed_operations(t
     assert find_v2.description.startswith("Returns the pets, at most 50.")
     assert find_v2.executor_config["response_pointer"] == "/items"
     assert find_v2.source["digest"] != find.source["digest"]
-    assert _version("add_pet").parameters["properties"]["tag"]["enum"] == ["dog", "cat", None]
+    assert _version("add_pet").parameters["properties"]["tag"]["enum"] == ["dog", "cat"]
 
     # the same document once more: nothing to do, nothing written
     events = AuditEvent.objects.count()
