@@ -18,14 +18,21 @@ ToolHub cannot map (a non-JSON body, a required cookie) raises `Unsupported`.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
 from apps.catalog.definitions import path_problems
 from apps.catalog.patterns import pattern_problem
 
+from .markdown import markdown
+from .names import snake_name
 from .openapi import OpenAPIError, Operation, Unsupported
 
 READONLY_METHODS = frozenset({"GET", "HEAD"})
@@ -61,7 +68,6 @@ _DROPPED = frozenset(
 )
 _SCHEMA_ONE = ("items", "not", "contains", "propertyNames")
 _SCHEMA_MANY = ("oneOf", "anyOf", "allOf", "prefixItems")
-MAX_NAME = 64
 
 
 @dataclass(frozen=True)
@@ -141,49 +147,122 @@ def _is_object(node: Mapping[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
 
 
+# What an object part of an allOf may hold to be merged into one object with the others.
+_MERGEABLE = frozenset({"type", "properties", "required", "additionalProperties", "description"}) | _DROPPED
+
+
 def _merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
-    """An allOf of object schemas as one object (how OpenAPI documents extend a model)."""
+    """An allOf as one schema where it can be: a lone part merged into the node (OpenAPI
+    3.0's way to give a `$ref` a description), parts that only describe an object's
+    properties (how documents extend a model; nested allOf first) as one object: properties
+    merged (a property in two parts must satisfy both), `required` united, closed if a
+    part was closed — a part's `additionalProperties: false` closes the merged object, not
+    the other parts' properties out of it. Any other allOf is left as written."""
     parts = node.get("allOf")
-    if not (isinstance(parts, list) and parts and all(isinstance(p, dict) and _is_object(p) for p in parts)):
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, dict) for p in parts):
         return node
-    merged: dict[str, Any] = {k: v for k, v in node.items() if k != "allOf"}
-    merged["type"] = "object"
-    properties: dict[str, Any] = dict(merged.get("properties") or {})
-    required: list[str] = list(merged.get("required") or [])
+    rest = {k: v for k, v in node.items() if k != "allOf"}
+    parts = [_merge_all_of(p) for p in parts]
+    if len(parts) == 1 and not set(parts[0]) & (set(rest) - {"description", "title"}):
+        return {**parts[0], **rest}
+    if not all(_is_object(p) and _only_object(p) for p in parts) or not _only_object(rest) or \
+            rest.get("type", "object") != "object":
+        return node
+    properties: dict[str, Any] = dict(rest.get("properties") or {})
+    required: list[str] = list(rest.get("required") or [])
+    closed = rest.get("additionalProperties") is False
     for part in parts:
-        properties.update(part.get("properties") or {})
+        for name, schema in (part.get("properties") or {}).items():
+            properties[name] = schema if name not in properties or properties[name] == schema else \
+                {"allOf": [properties[name], schema]}
         required += [r for r in part.get("required") or [] if r not in required]
-        if "description" in part and "description" not in merged:
-            merged["description"] = part["description"]
-    merged["properties"], merged["required"] = properties, required
+        closed = closed or part.get("additionalProperties") is False
+    merged = {**rest, "type": "object", "properties": properties, "required": required}
+    if "description" not in merged and (described := next((p for p in parts if "description" in p), None)):
+        merged["description"] = described["description"]
+    if closed:
+        merged["additionalProperties"] = False
     return merged
+
+
+def _only_object(schema: Mapping[str, Any]) -> bool:
+    """Whether `schema` says no more than which properties an object has."""
+    return all(key in _MERGEABLE or key.startswith("x-") for key in schema)
+
+
+# JSON Schema keywords of 2019-09 and 2020-12 that name or reach schemas by anchor: the
+# import expanded what they lead to (refs.py), so they would only dangle in a stored schema.
+_ANCHORS = frozenset({"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$vocabulary"})
 
 
 def json_schema(node: Any, *, is_30: bool, request: bool = True) -> Any:
     """An OpenAPI schema object as a Draft 2020-12 schema ToolHub stores: 3.0's nullable and
-    boolean exclusive bounds translated, documentation keywords dropped, read-only
+    boolean exclusive bounds translated, 2019-09's array `items` as `prefixItems`, allOf
+    merged where it can be, documentation and anchor keywords dropped, read-only
     properties left out of requests, formats kept with an RE2 pattern where one is known,
-    and a pattern RE2 cannot run moved into the description."""
+    and a pattern RE2 cannot run moved into the description. Raises Unsupported when the
+    result is no valid schema (a keyword of the wrong type), naming where."""
+    converted = _converted(node, is_30=is_30, request=request)
+    if not isinstance(converted, dict | bool):
+        return converted
+    if problem := _schema_problem(json.dumps(converted, sort_keys=True)):
+        raise Unsupported(f"a schema of it is not valid JSON Schema {problem}")
+    return converted
+
+
+_META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(text: str) -> str:
+    """Where and why the schema written `text` is not valid Draft 2020-12 ("" when it is).
+    Cached: a document repeats its parameters (Stripe's `expand` in every operation), and
+    checking one against the meta-schema costs milliseconds."""
+    error = best_match(_META.iter_errors(json.loads(text)))
+    if error is None:
+        return ""
+    return f"at {''.join(f'/{p}' for p in error.absolute_path) or 'its top'}: {error.message}"
+
+
+def _declare_alternatives(out: dict[str, Any]) -> None:
+    """An object with properties whose oneOf/anyOf alternatives add properties of their own,
+    each declaring every name the others do (`{}`: the one that names it checks it). Open
+    as the document wrote them, these objects accept each other's properties; closed by the
+    import (`additionalProperties: false`), the object would refuse every alternative's
+    properties and each alternative the object's: no value would satisfy them."""
+    properties = out.get("properties")
+    alternatives = [a for key in ("oneOf", "anyOf") for a in out.get(key) or []
+                    if isinstance(a, dict) and isinstance(a.get("properties"), dict)]
+    if not isinstance(properties, dict) or not alternatives:
+        return
+    names = dict.fromkeys([*properties, *(n for a in alternatives for n in a["properties"])])
+    for schema in (out, *alternatives):
+        schema["properties"] = {name: schema["properties"].get(name, {}) for name in names}
+
+
+def _converted(node: Any, *, is_30: bool, request: bool) -> Any:
     if not isinstance(node, dict):
         return node
     node = _merge_all_of(node)
     out: dict[str, Any] = {}
     notes: list[str] = []
     for key, value in node.items():
-        if key in _DROPPED or key.startswith("x-"):
+        if key in _DROPPED or key in _ANCHORS or key.startswith("x-"):
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {
-                name: json_schema(sub, is_30=is_30, request=request)
+                name: _converted(sub, is_30=is_30, request=request)
                 for name, sub in value.items()
                 if not (request and isinstance(sub, dict) and sub.get("readOnly"))
             }
-        elif key == "additionalProperties" and isinstance(value, dict):
-            out[key] = json_schema(value, is_30=is_30, request=request)
-        elif key in _SCHEMA_ONE and isinstance(value, dict):
-            out[key] = json_schema(value, is_30=is_30, request=request)
+        elif key == "items" and isinstance(value, list):
+            out["prefixItems"] = [_converted(sub, is_30=is_30, request=request) for sub in value]
+        elif key == "additionalItems" and isinstance(node.get("items"), list):
+            out["items"] = _converted(value, is_30=is_30, request=request)
+        elif key in ("additionalProperties", *_SCHEMA_ONE) and isinstance(value, dict):
+            out[key] = _converted(value, is_30=is_30, request=request)
         elif key in _SCHEMA_MANY and isinstance(value, list):
-            out[key] = [json_schema(sub, is_30=is_30, request=request) for sub in value]
+            out[key] = [_converted(sub, is_30=is_30, request=request) for sub in value]
         elif key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
             bound = "minimum" if key == "exclusiveMinimum" else "maximum"
             if value and bound in node:
@@ -197,10 +276,15 @@ def json_schema(node: Any, *, is_30: bool, request: bool = True) -> Any:
                     out["pattern"] = FORMAT_PATTERNS[value]
         elif key == "pattern" and isinstance(value, str) and pattern_problem(value):
             notes.append(f"Must match the regular expression {value} (not checked by ToolHub).")
+        elif key == "description" and isinstance(value, str):
+            out[key] = markdown(value)
+        elif key in ("enum", "required") and not isinstance(value, list):
+            raise Unsupported(f"a schema of it has {key} {value!r}, which is not a list.")
         else:
             out[key] = value
-    if "properties" in out and "required" in out:
+    if isinstance(out.get("properties"), dict) and "required" in out:
         out["required"] = [r for r in out["required"] if r in out["properties"]]
+    _declare_alternatives(out)
     if is_30 and node.get("nullable") is True:
         out = or_null(out)
     if notes:
@@ -234,16 +318,6 @@ def strict(node: Any) -> Any:
 # --- drafts ---------------------------------------------------------------------------------
 
 
-def snake_name(text: str) -> str:
-    """A tool name from an operationId or a method and path: snake_case, at most 64."""
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", text)
-    name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "operation"
-    if not name[0].isalpha():
-        name = f"op_{name}"
-    return name[:MAX_NAME].rstrip("_")
-
-
 def _argument_schema(parameter: Mapping[str, Any], *, is_30: bool) -> dict[str, Any]:
     schema = parameter.get("schema")
     if schema is None:
@@ -251,7 +325,7 @@ def _argument_schema(parameter: Mapping[str, Any], *, is_30: bool) -> dict[str, 
         schema = next((m.get("schema") for m in media.values() if isinstance(m, dict)), None)
     converted = json_schema(schema if isinstance(schema, dict) else {"type": "string"}, is_30=is_30)
     if parameter.get("description"):
-        converted = {"description": str(parameter["description"]).strip(), **converted}
+        converted = {"description": markdown(str(parameter["description"]).strip()), **converted}
     return converted
 
 
@@ -353,7 +427,7 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
     side_effect = "readonly" if method in READONLY_METHODS else "write"
     if side_effect == "write":
         config["idempotency_header"] = idempotency_header or "Idempotency-Key"
-    summary, description = str(op["summary"]).strip(), str(op["description"]).strip()
+    summary, description = markdown(str(op["summary"]).strip()), markdown(str(op["description"]).strip())
     text = "\n\n".join(dict.fromkeys(t for t in (summary, description) if t))
     return Draft(
         name=snake_name(op["operationId"] or f"{method.lower()}_{path}"),
