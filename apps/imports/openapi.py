@@ -30,7 +30,9 @@ import yaml
 
 from apps.common import jsontext
 
-from .errors import DocumentProblem, ImportRefused, Unsupported
+from . import shapes
+from .errors import ImportRefused, Unsupported
+from .errors import OpenAPIError as OpenAPIError
 from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep, too_many_import_nodes
 from .refs import Expander, RefError, pointer
 
@@ -41,10 +43,6 @@ METHODS = ("get", "head", "post", "put", "patch", "delete")
 RECURSION_LEVELS = 3
 # How often (in YAML nodes composed) parsing looks at the import's clock.
 _CLOCK_EVERY = 1_000
-
-
-class OpenAPIError(DocumentProblem):
-    """The document is not an OpenAPI 3.0 or 3.1 document ToolHub can read, at `where`."""
 
 
 @dataclass(frozen=True)
@@ -218,63 +216,6 @@ def first_server_url(document: Document, *, fetched_from: str | None = None) -> 
 # --- operations -----------------------------------------------------------------------------
 
 
-def _parameters(item: Any, where: str) -> list[dict[str, Any]]:
-    """The parameter objects at `where`, their shape checked (OpenAPIError naming the place).
-    Header parameters HTTP itself sets (Accept, Content-Type, Host) are kept: the draft
-    leaves them out of the arguments."""
-    if item is None:
-        return []
-    if not isinstance(item, list):
-        raise OpenAPIError(where, "parameters must be a list.")
-    found = []
-    for i, parameter in enumerate(item):
-        at = f"{where}/{i}"
-        if not isinstance(parameter, dict) or not isinstance(parameter.get("name"), str):
-            raise OpenAPIError(at, "a parameter must be an object with a name.")
-        if parameter.get("in") not in ("path", "query", "header", "cookie"):
-            raise OpenAPIError(
-                f"{at}/in", f"must be path, query, header or cookie, not {parameter.get('in')!r}."
-            )
-        _check_fields(parameter, at, _PARAMETER_FIELDS)
-        if isinstance(parameter.get("content"), dict):
-            _check_media(parameter["content"], f"{at}/content")
-        found.append(parameter)
-    return found
-
-
-# The fields of an operation, parameter, request body and media type a draft reads, and the
-# JSON types each must have (a schema is an object, or in 3.1 a boolean).
-_TEXT, _FLAG, _OBJECT, _SCHEMA = (str,), (bool,), (dict,), (dict, bool)
-_OPERATION_FIELDS = {"summary": _TEXT, "description": _TEXT, "requestBody": _OBJECT}
-_PARAMETER_FIELDS = {"description": _TEXT, "required": _FLAG, "schema": _SCHEMA, "content": _OBJECT,
-                     "style": _TEXT, "explode": _FLAG, "allowReserved": _FLAG}
-_BODY_FIELDS = {"description": _TEXT, "required": _FLAG, "content": _OBJECT}
-_MEDIA_FIELDS = {"schema": _SCHEMA, "encoding": _OBJECT}
-_TYPE_NAMES = {str: "text", bool: "true or false", dict: "an object"}
-
-
-def _check_fields(value: Mapping[str, Any], where: str, fields: Mapping[str, tuple[type, ...]]) -> None:
-    for name, types in fields.items():
-        if name in value and not isinstance(value[name], types):
-            wanted = " or ".join(_TYPE_NAMES[t] for t in types)
-            raise OpenAPIError(f"{where}/{name}", f"must be {wanted}, not {type(value[name]).__name__}.")
-
-
-def _check_media(content: Mapping[str, Any], where: str) -> None:
-    for media_type, media in content.items():
-        at = pointer([media_type])
-        if not isinstance(media, dict):
-            raise OpenAPIError(f"{where}{at}", "a media type must be an object.")
-        _check_fields(media, f"{where}{at}", _MEDIA_FIELDS)
-
-
-def _request_body(body: Any, where: str) -> Any:
-    if isinstance(body, dict):
-        _check_fields(body, where, _BODY_FIELDS)
-        _check_media(body.get("content") or {}, f"{where}/content")
-    return body
-
-
 def _expanded(expander: Expander, value: Any, where: str) -> Any:
     try:
         return expander.expand(value, where)
@@ -347,7 +288,7 @@ def _path_item(
         item = _expanded(Expander(document.content, limits=limits, unroll=RECURSION_LEVELS), written, item_at)
     if not isinstance(item, dict):
         raise OpenAPIError(item_at, "a path item must be an object.")
-    _check_fields(item, item_at, {"summary": _TEXT, "description": _TEXT})
+    shapes.path_item(item, item_at)
     return item
 
 
@@ -429,13 +370,15 @@ def document_operations(
 
 def _operation(document: Document, listed: _Listed, credentials: list[str], expander: Expander) -> Operation:
     item_at, at, operation = pointer(["paths", listed.path]), listed.pointer, listed.operation
-    _check_fields(operation, at, _OPERATION_FIELDS)
-    shared = _parameters(_expanded(expander, listed.item.get("parameters"), f"{item_at}/parameters"),
-                         f"{item_at}/parameters")
-    own = _parameters(_expanded(expander, operation.get("parameters"), f"{at}/parameters"),
-                      f"{at}/parameters")
+    shapes.operation(operation, at)
+    shared = shapes.parameters(_expanded(expander, listed.item.get("parameters"), f"{item_at}/parameters"),
+                               f"{item_at}/parameters")
+    own = shapes.parameters(_expanded(expander, operation.get("parameters"), f"{at}/parameters"),
+                            f"{at}/parameters")
     merged = {(p["name"], p["in"]): p for p in shared}
     merged.update({(p["name"], p["in"]): p for p in own})
+    body = shapes.request_body(_expanded(expander, operation.get("requestBody"), f"{at}/requestBody"),
+                               f"{at}/requestBody")
     normalized = {
         "method": listed.method.upper(),
         "path": listed.path,
@@ -443,8 +386,7 @@ def _operation(document: Document, listed: _Listed, credentials: list[str], expa
         "summary": operation.get("summary") or listed.item.get("summary") or "",
         "description": operation.get("description") or listed.item.get("description") or "",
         "parameters": list(merged.values()),
-        "requestBody": _request_body(_expanded(expander, operation.get("requestBody"), f"{at}/requestBody"),
-                                     f"{at}/requestBody"),
+        "requestBody": body,
         "credential_parameters": credentials,
         "openapi": "3.0" if document.is_30 else "3.1",
     }
