@@ -225,19 +225,26 @@ def _schema_problem(text: str) -> str:
 
 
 def _declare_alternatives(out: dict[str, Any]) -> None:
-    """An object with properties whose oneOf/anyOf alternatives add properties of their own,
-    each declaring every name the others do (`{}`: the one that names it checks it). Open
-    as the document wrote them, these objects accept each other's properties; closed by the
-    import (`additionalProperties: false`), the object would refuse every alternative's
-    properties and each alternative the object's: no value would satisfy them."""
-    properties = out.get("properties")
-    alternatives = [a for key in ("oneOf", "anyOf") for a in out.get(key) or []
-                    if isinstance(a, dict) and isinstance(a.get("properties"), dict)]
-    if not isinstance(properties, dict) or not alternatives:
+    """Objects that must hold together — an object with properties and its oneOf/anyOf
+    alternatives that add properties, or the parts of an allOf left unmerged — each
+    declaring every name the others do (`{}`: the one that names it checks it). Open as the
+    document wrote them, they accept each other's properties; closed by the import
+    (`additionalProperties: false`), each would refuse the others' and no value would
+    satisfy them all."""
+    together = _objects(out.get("allOf"))
+    if isinstance(out.get("properties"), dict):
+        together = [out, *together, *_objects(out.get("oneOf")), *_objects(out.get("anyOf"))]
+    if len(together) < 2:
         return
-    names = dict.fromkeys([*properties, *(n for a in alternatives for n in a["properties"])])
-    for schema in (out, *alternatives):
+    names = dict.fromkeys(n for schema in together for n in schema["properties"])
+    for schema in together:
         schema["properties"] = {name: schema["properties"].get(name, {}) for name in names}
+
+
+def _objects(schemas: Any) -> list[dict[str, Any]]:
+    """The schemas of a list that have properties."""
+    listed = schemas if isinstance(schemas, list) else []
+    return [s for s in listed if isinstance(s, dict) and isinstance(s.get("properties"), dict)]
 
 
 def _converted(node: Any, *, is_30: bool, request: bool) -> Any:

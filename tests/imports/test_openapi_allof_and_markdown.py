@@ -71,6 +71,23 @@ def test_an_allof_that_cannot_be_merged_is_left_as_written():
 
     pet = version.parameters["properties"]["pet"]
     assert len(next(p for p in pet.get("anyOf", [pet]) if "allOf" in p)["allOf"]) == 2
+    assert _accepts(version, {"pet": {"name": "Rex"}})
+
+
+def test_parts_of_an_allof_left_unmerged_do_not_refuse_each_others_properties():
+    # given: a part that says more than its properties (minProperties) keeps the allOf
+    schema = {"type": "object", "properties": {"pet": {"allOf": [
+        {"type": "object", "properties": {"name": {"type": "string"}}},
+        {"type": "object", "minProperties": 2, "properties": {"age": {"type": "integer"}}},
+    ]}}}
+    doc = document({"/pets": {"post": {"operationId": "addPet", "responses": OK, "requestBody": {
+        "content": {"application/json": {"schema": schema}}}}}})
+
+    version = _import(doc)
+
+    assert _accepts(version, {"pet": {"name": "Rex", "age": 3}})
+    assert not _accepts(version, {"pet": {"name": "Rex", "age": "three"}})
+    assert not _accepts(version, {"pet": {"name": "Rex", "age": 3, "colour": "red"}})
 
 
 def test_alternatives_that_add_properties_to_an_object_stay_satisfiable_once_closed():
