@@ -277,7 +277,7 @@ def _converted(node: Any, *, is_30: bool, request: bool) -> Any:
         elif key in ("minimum", "maximum") and node.get(f"exclusive{key.capitalize()}") is True:
             continue
         elif key == "format":
-            if value in _JSON_SCHEMA_FORMATS:
+            if isinstance(value, str) and value in _JSON_SCHEMA_FORMATS:
                 out[key] = value
                 if value in FORMAT_PATTERNS and "pattern" not in node:
                     out["pattern"] = FORMAT_PATTERNS[value]
@@ -290,7 +290,8 @@ def _converted(node: Any, *, is_30: bool, request: bool) -> Any:
         else:
             out[key] = value
     if isinstance(out.get("properties"), dict) and "required" in out:
-        out["required"] = [r for r in out["required"] if r in out["properties"]]
+        # What is not a name is kept, for the meta-schema check to name it.
+        out["required"] = [r for r in out["required"] if not isinstance(r, str) or r in out["properties"]]
     _declare_alternatives(out)
     if is_30 and node.get("nullable") is True:
         out = or_null(out)

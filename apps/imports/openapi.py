@@ -256,6 +256,8 @@ def _listed_operations(document: Document, limits: ImportLimits) -> list[_Listed
         raise OpenAPIError("/paths", "must be an object of paths.")
     found: list[_Listed] = []
     for path, written in paths.items():
+        if path.startswith("x-"):
+            continue  # an extension of the Paths object, not a path
         item_at = pointer(["paths", path])
         try:
             item = _path_item(document, path, written, item_at, limits)

@@ -170,6 +170,11 @@ BROKEN_OPERATIONS = {
             "type": "object", "properties": {"n": {"type": "string", "enum": "ab"}}}}}}},
         "has enum 'ab', which is not a list",
     ),
+    "a required name that is an object": (
+        {"requestBody": {"content": {"application/json": {"schema": {
+            "type": "object", "required": [{"n": 1}], "properties": {"n": {"type": "string"}}}}}}},
+        "not valid JSON Schema at /required/0",
+    ),
     "a $dynamicRef without its anchor": (
         {"requestBody": {"content": {"application/json": {"schema": {
             "type": "object", "properties": {"n": {"$dynamicRef": "#node"}}}}}}},
@@ -209,7 +214,7 @@ def test_a_path_template_without_its_parameter_skips_only_that_operation(tenant)
 
 def test_a_broken_path_item_and_a_second_use_of_an_operation_id_skip_only_those(tenant):
     doc = document({"items": LIST_ITEMS, "/things": "nothing", "/items": LIST_ITEMS,
-                    "/more-items": LIST_ITEMS})
+                    "/more-items": LIST_ITEMS, "x-generated-by": {"tool": "an extension, not a path"}})
 
     report = _import(tenant, doc)
 
