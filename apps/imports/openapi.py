@@ -351,12 +351,12 @@ def document_operations(
     nodes = 0
     for listed in _chosen(_listed_operations(document, limits), only, limits):
         named = f"{listed.pointer} (operation {listed.key})"
+        expander = Expander(document.content, limits=limits, clock=clock, unroll=RECURSION_LEVELS)
         try:
             if clock is not None:
                 clock.check(named)
             if listed.problem is not None:
                 raise listed.problem
-            expander = Expander(document.content, limits=limits, clock=clock, unroll=RECURSION_LEVELS)
             found.append(_operation(document, listed, credentials, expander))
             nodes += expander.nodes
             if nodes > limits.max_import_nodes:
@@ -366,6 +366,12 @@ def document_operations(
         except ImportLimitExceeded as exc:
             if exc.where == named:
                 raise
+            if expander.unrolled and expander.nodes > limits.max_schema_nodes:
+                # Copied RECURSION_LEVELS deep, a recursive schema can outgrow the limit where
+                # no bomb is: that operation is skipped, as every recursive one used to be.
+                found.append((listed.key, listed.pointer, f"{exc.where}: its recursive schema is copied "
+                              f"{RECURSION_LEVELS} levels deep, and {exc.problem}"))
+                continue
             raise ImportLimitExceeded(exc.where, f"in operation {listed.key}, {exc.problem}") from None
     return found
 

@@ -108,6 +108,7 @@ class Expander:
         self.clock = clock
         self.unroll = unroll
         self.nodes = 0
+        self.unrolled = False  # whether it copied a recursive schema into itself
 
     def expand(self, value: Any, where: str) -> Any:
         """A copy of `value`, which sits at pointer `where` of the document, expanded."""
@@ -176,6 +177,7 @@ class Expander:
             raise RefError(place.where, f"{keyword} {reference!r} refers to the whole document, no schema.")
         siblings = {k: v for k, v in value.items() if k != keyword}
         levels = sum(_contains(target, p) for p in (*place.trail, place.at))
+        self.unrolled = self.unrolled or levels > 0
         if levels and levels >= self.unroll:
             if not self.unroll:
                 raise Unsupported(

@@ -122,6 +122,26 @@ def test_a_recursive_ref_is_copied_three_levels_deep(tenant):
                                     "values this deep."}
 
 
+def test_a_recursive_schema_too_large_once_copied_skips_only_its_operation(tenant, settings):
+    # given: a tree of 40 fields whose children are trees, within the limit written once,
+    # past it copied three levels deep
+    settings.TOOLHUB_IMPORT_MAX_SCHEMA_NODES = 200
+    fields = {f"f{n}": {"type": "string"} for n in range(40)}
+    tree = {"type": "object", "properties": {**fields, "children": {
+        "type": "array", "items": {"$ref": "#/components/schemas/Tree"}}}}
+    plant = _body({"$ref": "#/components/schemas/Tree"}, "plantTree")
+    doc = document({"/trees": plant, "/items": LIST_ITEMS}, components={"schemas": {"Tree": tree}})
+
+    # when
+    report = _import(tenant, doc)
+
+    # then
+    planted, listed = report.results
+    assert planted.outcome == "skipped" and "its recursive schema is copied 3 levels deep" in planted.reason
+    assert "TOOLHUB_IMPORT_MAX_SCHEMA_NODES" in planted.reason
+    assert listed.outcome == "new"
+
+
 @pytest.mark.parametrize("header", ["Accept", "Content-Type", "Host"])
 def test_a_header_parameter_http_sets_itself_no_longer_refuses_the_document(header):
     # given: optional Accept / Content-Type / Host header parameters (the draft leaves them out)
