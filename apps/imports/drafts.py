@@ -26,15 +26,22 @@ header parameter becomes the version's idempotency header. An operation ToolHub 
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
 from apps.catalog.definitions import RESERVED_HEADERS, path_problems
 from apps.catalog.patterns import pattern_problem
 
 from . import wire
+from .markdown import markdown
+from .names import argument_name, snake_name
 from .openapi import OpenAPIError, Operation, Unsupported
 
 READONLY_METHODS = frozenset({"GET", "HEAD"})
@@ -71,12 +78,6 @@ _DROPPED = frozenset(
 )
 _SCHEMA_ONE = ("items", "not", "contains", "propertyNames")
 _SCHEMA_MANY = ("oneOf", "anyOf", "allOf", "prefixItems")
-MAX_NAME = 64
-# Argument names as every model API takes them; another wire name becomes snake_case.
-_SAFE_ARGUMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Comparison suffixes of filter parameters (Twilio's `DateSent<`), in words.
-_OPERATOR_WORDS = (("<=", " on or before "), (">=", " on or after "), ("<", " before "), (">", " after "),
-                   ("[]", " "))
 
 
 @dataclass(frozen=True)
@@ -156,49 +157,129 @@ def _is_object(node: Mapping[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
 
 
+# What an object part of an allOf may hold to be merged into one object with the others.
+_MERGEABLE = frozenset({"type", "properties", "required", "additionalProperties", "description"}) | _DROPPED
+
+
 def _merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
-    """An allOf of object schemas as one object (how OpenAPI documents extend a model)."""
+    """An allOf as one schema where it can be: a lone part merged into the node (OpenAPI
+    3.0's way to give a `$ref` a description), parts that only describe an object's
+    properties (how documents extend a model; nested allOf first) as one object: properties
+    merged (a property in two parts must satisfy both), `required` united, closed if a
+    part was closed — a part's `additionalProperties: false` closes the merged object, not
+    the other parts' properties out of it. Any other allOf is left as written."""
     parts = node.get("allOf")
-    if not (isinstance(parts, list) and parts and all(isinstance(p, dict) and _is_object(p) for p in parts)):
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, dict) for p in parts):
         return node
-    merged: dict[str, Any] = {k: v for k, v in node.items() if k != "allOf"}
-    merged["type"] = "object"
-    properties: dict[str, Any] = dict(merged.get("properties") or {})
-    required: list[str] = list(merged.get("required") or [])
+    rest = {k: v for k, v in node.items() if k != "allOf"}
+    parts = [_merge_all_of(p) for p in parts]
+    if len(parts) == 1 and not set(parts[0]) & (set(rest) - {"description", "title"}):
+        return {**parts[0], **rest}
+    if not all(_is_object(p) and _only_object(p) for p in parts) or not _only_object(rest) or \
+            rest.get("type", "object") != "object":
+        return node
+    properties: dict[str, Any] = dict(rest.get("properties") or {})
+    required: list[str] = list(rest.get("required") or [])
+    closed = rest.get("additionalProperties") is False
     for part in parts:
-        properties.update(part.get("properties") or {})
+        for name, schema in (part.get("properties") or {}).items():
+            properties[name] = schema if name not in properties or properties[name] == schema else \
+                {"allOf": [properties[name], schema]}
         required += [r for r in part.get("required") or [] if r not in required]
-        if "description" in part and "description" not in merged:
-            merged["description"] = part["description"]
-    merged["properties"], merged["required"] = properties, required
+        closed = closed or part.get("additionalProperties") is False
+    merged = {**rest, "type": "object", "properties": properties, "required": required}
+    if "description" not in merged and (described := next((p for p in parts if "description" in p), None)):
+        merged["description"] = described["description"]
+    if closed:
+        merged["additionalProperties"] = False
     return merged
+
+
+def _only_object(schema: Mapping[str, Any]) -> bool:
+    """Whether `schema` says no more than which properties an object has."""
+    return all(key in _MERGEABLE or key.startswith("x-") for key in schema)
+
+
+# JSON Schema keywords of 2019-09 and 2020-12 that name or reach schemas by anchor: the
+# import expanded what they lead to (refs.py), so they would only dangle in a stored schema.
+_ANCHORS = frozenset({"$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$vocabulary"})
 
 
 def json_schema(node: Any, *, is_30: bool, request: bool = True) -> Any:
     """An OpenAPI schema object as a Draft 2020-12 schema ToolHub stores: 3.0's nullable and
-    boolean exclusive bounds translated, documentation keywords dropped, read-only
+    boolean exclusive bounds translated, 2019-09's array `items` as `prefixItems`, allOf
+    merged where it can be, documentation and anchor keywords dropped, read-only
     properties left out of requests, formats kept with an RE2 pattern where one is known,
-    and a pattern RE2 cannot run moved into the description."""
+    and a pattern RE2 cannot run moved into the description. Raises Unsupported when the
+    result is no valid schema (a keyword of the wrong type), naming where."""
+    converted = _converted(node, is_30=is_30, request=request)
+    if not isinstance(converted, dict | bool):
+        return converted
+    if problem := _schema_problem(json.dumps(converted, sort_keys=True)):
+        raise Unsupported(f"a schema of it is not valid JSON Schema {problem}")
+    return converted
+
+
+_META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(text: str) -> str:
+    """Where and why the schema written `text` is not valid Draft 2020-12 ("" when it is).
+    Cached: a document repeats its parameters (Stripe's `expand` in every operation), and
+    checking one against the meta-schema costs milliseconds."""
+    error = best_match(_META.iter_errors(json.loads(text)))
+    if error is None:
+        return ""
+    return f"at {''.join(f'/{p}' for p in error.absolute_path) or 'its top'}: {error.message}"
+
+
+def _declare_alternatives(out: dict[str, Any]) -> None:
+    """Objects that must hold together — an object with properties and its oneOf/anyOf
+    alternatives that add properties, or the parts of an allOf left unmerged — each
+    declaring every name the others do (`{}`: the one that names it checks it). Open as the
+    document wrote them, they accept each other's properties; closed by the import
+    (`additionalProperties: false`), each would refuse the others' and no value would
+    satisfy them all."""
+    together = _objects(out.get("allOf"))
+    if isinstance(out.get("properties"), dict):
+        together = [out, *together, *_objects(out.get("oneOf")), *_objects(out.get("anyOf"))]
+    if len(together) < 2:
+        return
+    names = dict.fromkeys(n for schema in together for n in schema["properties"])
+    for schema in together:
+        schema["properties"] = {name: schema["properties"].get(name, {}) for name in names}
+
+
+def _objects(schemas: Any) -> list[dict[str, Any]]:
+    """The schemas of a list that have properties."""
+    listed = schemas if isinstance(schemas, list) else []
+    return [s for s in listed if isinstance(s, dict) and isinstance(s.get("properties"), dict)]
+
+
+def _converted(node: Any, *, is_30: bool, request: bool) -> Any:
     if not isinstance(node, dict):
         return node
     node = _merge_all_of(node)
     out: dict[str, Any] = {}
     notes: list[str] = []
     for key, value in node.items():
-        if key in _DROPPED or key.startswith("x-"):
+        if key in _DROPPED or key in _ANCHORS or key.startswith("x-"):
             continue
         if key == "properties" and isinstance(value, dict):
             out[key] = {
-                name: json_schema(sub, is_30=is_30, request=request)
+                name: _converted(sub, is_30=is_30, request=request)
                 for name, sub in value.items()
                 if not (request and isinstance(sub, dict) and sub.get("readOnly"))
             }
-        elif key == "additionalProperties" and isinstance(value, dict):
-            out[key] = json_schema(value, is_30=is_30, request=request)
-        elif key in _SCHEMA_ONE and isinstance(value, dict):
-            out[key] = json_schema(value, is_30=is_30, request=request)
+        elif key == "items" and isinstance(value, list):
+            out["prefixItems"] = [_converted(sub, is_30=is_30, request=request) for sub in value]
+        elif key == "additionalItems" and isinstance(node.get("items"), list):
+            out["items"] = _converted(value, is_30=is_30, request=request)
+        elif key in ("additionalProperties", *_SCHEMA_ONE) and isinstance(value, dict):
+            out[key] = _converted(value, is_30=is_30, request=request)
         elif key in _SCHEMA_MANY and isinstance(value, list):
-            out[key] = [json_schema(sub, is_30=is_30, request=request) for sub in value]
+            out[key] = [_converted(sub, is_30=is_30, request=request) for sub in value]
         elif key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
             bound = "minimum" if key == "exclusiveMinimum" else "maximum"
             if value and bound in node:
@@ -206,16 +287,22 @@ def json_schema(node: Any, *, is_30: bool, request: bool = True) -> Any:
         elif key in ("minimum", "maximum") and node.get(f"exclusive{key.capitalize()}") is True:
             continue
         elif key == "format":
-            if value in _JSON_SCHEMA_FORMATS:
+            if isinstance(value, str) and value in _JSON_SCHEMA_FORMATS:
                 out[key] = value
                 if value in FORMAT_PATTERNS and "pattern" not in node:
                     out["pattern"] = FORMAT_PATTERNS[value]
         elif key == "pattern" and isinstance(value, str) and pattern_problem(value):
             notes.append(f"Must match the regular expression {value} (not checked by ToolHub).")
+        elif key == "description" and isinstance(value, str):
+            out[key] = markdown(value)
+        elif key in ("enum", "required") and not isinstance(value, list):
+            raise Unsupported(f"a schema of it has {key} {value!r}, which is not a list.")
         else:
             out[key] = value
-    if "properties" in out and "required" in out:
-        out["required"] = [r for r in out["required"] if r in out["properties"]]
+    if isinstance(out.get("properties"), dict) and "required" in out:
+        # What is not a name is kept, for the meta-schema check to name it.
+        out["required"] = [r for r in out["required"] if not isinstance(r, str) or r in out["properties"]]
+    _declare_alternatives(out)
     if is_30 and node.get("nullable") is True:
         out = or_null(out)
     if notes:
@@ -264,26 +351,6 @@ def _closing(node: Any, *, require_all: bool) -> Any:
 # --- drafts ---------------------------------------------------------------------------------
 
 
-def snake_name(text: str) -> str:
-    """A tool name from an operationId or a method and path: snake_case, at most 64."""
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", text)
-    name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "operation"
-    if not name[0].isalpha():
-        name = f"op_{name}"
-    return name[:MAX_NAME].rstrip("_")
-
-
-def argument_name(wire_name: str) -> str:
-    """The argument a parameter's wire name becomes: the name itself when it is a safe one,
-    else readable snake_case (Twilio's `DateSent<` is `date_sent_before`, `ids[]` is `ids`)."""
-    if _SAFE_ARGUMENT.fullmatch(wire_name):
-        return wire_name
-    for operator, words in _OPERATOR_WORDS:
-        wire_name = wire_name.replace(operator, words)
-    return snake_name(wire_name)
-
-
 def _argument_schema(parameter: Mapping[str, Any], *, is_30: bool) -> dict[str, Any]:
     schema = parameter.get("schema")
     if schema is None:
@@ -291,7 +358,7 @@ def _argument_schema(parameter: Mapping[str, Any], *, is_30: bool) -> dict[str, 
         schema = next((m.get("schema") for m in media.values() if isinstance(m, dict)), None)
     converted = json_schema(schema if isinstance(schema, dict) else {"type": "string"}, is_30=is_30)
     if parameter.get("description"):
-        converted = {"description": str(parameter["description"]).strip(), **converted}
+        converted = {"description": markdown(str(parameter["description"]).strip()), **converted}
     return converted
 
 
@@ -407,7 +474,7 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
     side_effect = "readonly" if method in READONLY_METHODS else "write"
     if side_effect == "write":
         config["idempotency_header"] = idempotency_header or "Idempotency-Key"
-    summary, description = str(op["summary"]).strip(), str(op["description"]).strip()
+    summary, description = markdown(str(op["summary"]).strip()), markdown(str(op["description"]).strip())
     text = "\n\n".join(dict.fromkeys(t for t in (summary, description) if t))
     return Draft(
         name=snake_name(op["operationId"] or f"{method.lower()}_{op['path']}"),

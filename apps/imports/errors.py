@@ -17,6 +17,10 @@ class DocumentProblem(ImportRefused):
         self.problem = problem
 
 
+class OpenAPIError(DocumentProblem):
+    """The document is not an OpenAPI 3.0 or 3.1 document ToolHub can read, at `where`."""
+
+
 class Unsupported(Exception):
     """An operation (or listed tool) ToolHub cannot map onto a tool; the reason, for the
     curator. The import goes on without it."""

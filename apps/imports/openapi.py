@@ -7,11 +7,12 @@ too long to convert, NaN or an infinity), and each operation becomes one `Operat
 it is, where it is, and the normalized dict a draft is made from (drafts.py), whose digest
 says whether it changed since. Its `$ref`s are expanded per operation, within the limits
 (refs.py: references inside the document only: an import never fetches what a document
-points to).
+points to; a recursive schema is copied `RECURSION_LEVELS` deep).
 
-Problems of the document raise `OpenAPIError` naming where (a JSON pointer), limits
-`ImportLimitExceeded`; an operation that cannot be read as a finite one (a recursive
-schema) is returned as skipped with the reason.
+Problems of the whole document (not JSON or YAML, not OpenAPI 3.x, `paths` no object) raise
+`OpenAPIError` naming where (a JSON pointer), limits `ImportLimitExceeded`. A problem inside
+one operation or path item (a field of the wrong type, a `$ref` to nothing, an operationId
+used twice) skips that operation, its reason naming the place: the others import.
 """
 
 from __future__ import annotations
@@ -21,29 +22,27 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urljoin
 
 import yaml
 
-from apps.catalog.definitions import RESERVED_HEADERS
 from apps.common import jsontext
 
-from .errors import DocumentProblem, ImportRefused, Unsupported
+from . import shapes
+from .errors import ImportRefused, Unsupported
+from .errors import OpenAPIError as OpenAPIError
 from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep, too_many_import_nodes
 from .refs import Expander, RefError, pointer
 
 METHODS = ("get", "head", "post", "put", "patch", "delete")
-# Header parameters ToolHub's transport sets itself; the credential ones are left out of the
-# arguments instead (drafts.py), the others cannot be an argument of any call.
-TRANSPORT_HEADERS = RESERVED_HEADERS - {"authorization", "proxy-authorization", "cookie"}
+# How many levels deep a recursive schema is copied before it is cut (refs.py): a model
+# fills a tree of comments or filters a few levels deep, and a finite schema is what every
+# provider's tool format can show.
+RECURSION_LEVELS = 3
 # How often (in YAML nodes composed) parsing looks at the import's clock.
 _CLOCK_EVERY = 1_000
-
-
-class OpenAPIError(DocumentProblem):
-    """The document is not an OpenAPI 3.0 or 3.1 document ToolHub can read, at `where`."""
 
 
 @dataclass(frozen=True)
@@ -217,30 +216,6 @@ def first_server_url(document: Document, *, fetched_from: str | None = None) -> 
 # --- operations -----------------------------------------------------------------------------
 
 
-def _parameters(item: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
-    if item is None:
-        return []
-    if not isinstance(item, list):
-        raise OpenAPIError(where, "parameters must be a list.")
-    found = []
-    for i, parameter in enumerate(item):
-        at = f"{where}/{i}"
-        if not isinstance(parameter, dict) or not isinstance(parameter.get("name"), str):
-            raise OpenAPIError(at, "a parameter must be an object with a name.")
-        if parameter.get("in") not in ("path", "query", "header", "cookie"):
-            raise OpenAPIError(
-                f"{at}/in", f"must be path, query, header or cookie, not {parameter.get('in')!r}."
-            )
-        if parameter["in"] == "header" and parameter["name"].lower() in TRANSPORT_HEADERS:
-            raise OpenAPIError(
-                f"{at}/name", f"a header parameter named {parameter['name']!r} cannot be an argument: "
-                "HTTP itself sets it, ToolHub sends it for every call. Remove the parameter from the "
-                "document, or leave this operation out (--operations, or the form's operations field)."
-            )
-        found.append((at, parameter))
-    return found
-
-
 def _expanded(expander: Expander, value: Any, where: str) -> Any:
     try:
         return expander.expand(value, where)
@@ -263,7 +238,8 @@ def _credential_names(document: Document, limits: ImportLimits) -> list[str]:
 
 @dataclass(frozen=True)
 class _Listed:
-    """An operation as the document lists it, before its `$ref`s are expanded."""
+    """An operation as the document lists it, before its `$ref`s are expanded, or the
+    problem that keeps it (or its whole path item) from being read."""
 
     key: str
     pointer: str
@@ -271,6 +247,7 @@ class _Listed:
     method: str
     item: dict[str, Any]  # its path item, `$ref` expanded
     operation: dict[str, Any]
+    problem: OpenAPIError | None = None
 
 
 def _listed_operations(document: Document, limits: ImportLimits) -> list[_Listed]:
@@ -278,35 +255,57 @@ def _listed_operations(document: Document, limits: ImportLimits) -> list[_Listed
     if not isinstance(paths, dict):
         raise OpenAPIError("/paths", "must be an object of paths.")
     found: list[_Listed] = []
-    keys: dict[str, str] = {}
     for path, written in paths.items():
+        if path.startswith("x-"):
+            continue  # an extension of the Paths object, not a path
         item_at = pointer(["paths", path])
-        if not path.startswith("/"):
-            raise OpenAPIError(item_at, f"a path must start with '/', not {path!r}.")
-        if not isinstance(written, dict):
-            raise OpenAPIError(item_at, "a path item must be an object.")
-        # A path item may be a $ref (3.1); read as the operations it holds.
-        item = _expanded(Expander(document.content, limits=limits), written, item_at) \
-            if "$ref" in written else written
-        if not isinstance(item, dict):
-            raise OpenAPIError(item_at, "a path item must be an object.")
-        for method in METHODS:
-            if method not in item:
-                continue
-            at = f"{item_at}/{method}"
-            operation = item[method]
-            if not isinstance(operation, dict):
-                raise OpenAPIError(at, "an operation must be an object.")
-            operation_id = operation.get("operationId")
-            if operation_id is not None and not isinstance(operation_id, str):
-                raise OpenAPIError(f"{at}/operationId", "must be text.")
-            key = operation_id or f"{method.upper()} {path}"
-            if key in keys:
-                raise OpenAPIError(f"{at}/operationId", f"{key!r} is also the operationId at {keys[key]}.")
-            keys[key] = at
-            found.append(
-                _Listed(key=key, pointer=at, path=path, method=method, item=item, operation=operation)
-            )
+        try:
+            item = _path_item(document, path, written, item_at, limits)
+        except OpenAPIError as exc:
+            found.append(_Listed(key=path, pointer=item_at, path=path, method="", item={}, operation={},
+                                 problem=exc))
+            continue
+        found.extend(_listed_of(item, path, item_at))
+    keys: dict[str, str] = {}
+    for i, listed in enumerate(found):
+        if listed.problem is None and listed.key in keys:
+            # Skipped under its method and path: the key names the first one.
+            twice = OpenAPIError(f"{listed.pointer}/operationId",
+                                 f"{listed.key!r} is also the operationId at {keys[listed.key]}.")
+            found[i] = replace(listed, key=f"{listed.method.upper()} {listed.path}", problem=twice)
+        keys.setdefault(found[i].key, listed.pointer)
+    return found
+
+
+def _path_item(
+    document: Document, path: str, written: Any, item_at: str, limits: ImportLimits
+) -> dict[str, Any]:
+    if not path.startswith("/"):
+        raise OpenAPIError(item_at, f"a path must start with '/', not {path!r}.")
+    if not isinstance(written, dict):
+        raise OpenAPIError(item_at, "a path item must be an object.")
+    # A path item may be a $ref (3.1); read as the operations it holds.
+    item = written
+    if "$ref" in written:
+        item = _expanded(Expander(document.content, limits=limits, unroll=RECURSION_LEVELS), written, item_at)
+    if not isinstance(item, dict):
+        raise OpenAPIError(item_at, "a path item must be an object.")
+    shapes.path_item(item, item_at)
+    return item
+
+
+def _listed_of(item: dict[str, Any], path: str, item_at: str) -> list[_Listed]:
+    found = []
+    for method in (m for m in METHODS if m in item):
+        at = f"{item_at}/{method}"
+        operation, problem = item[method], None
+        operation_id = operation.get("operationId") if isinstance(operation, dict) else None
+        if not isinstance(operation, dict):
+            operation, problem = {}, OpenAPIError(at, "an operation must be an object.")
+        elif operation_id is not None and not isinstance(operation_id, str):
+            operation_id, problem = None, OpenAPIError(f"{at}/operationId", "must be text.")
+        found.append(_Listed(key=operation_id or f"{method.upper()} {path}", pointer=at, path=path,
+                             method=method, item=item, operation=operation, problem=problem))
     return found
 
 
@@ -315,7 +314,9 @@ def _chosen(listed: list[_Listed], wanted: Sequence[str] | None, limits: ImportL
     `limits.max_operations`."""
     chosen = listed
     if wanted:
-        by_key = {op.key: op for op in listed}
+        by_key: dict[str, _Listed] = {}
+        for op in listed:
+            by_key.setdefault(op.key, op)
         if unknown := [key for key in wanted if key not in by_key]:
             raise ImportRefused(
                 f"The document has no operation {', '.join(unknown)}; its operations are: "
@@ -339,40 +340,53 @@ def document_operations(
     clock: Clock | None = None,
 ) -> list[Operation | tuple[str, str, str]]:
     """Every operation of the document in its order (or those whose keys are `only`, in that
-    order), its `$ref`s expanded; one that cannot be read as a finite operation is (key,
-    pointer, reason). Raises OpenAPIError for a malformed document, ImportRefused for an
-    unknown key of `only`, ImportLimitExceeded past `limits` (naming the operation)."""
+    order), its `$ref`s expanded; one that cannot be read (a field of the wrong type, a
+    `$ref` to nothing, a second use of an operationId) is (key, pointer, reason), the reason
+    naming the place. Raises OpenAPIError for a document whose paths are no object,
+    ImportRefused for an unknown key of `only`, ImportLimitExceeded past `limits` (naming
+    the operation)."""
     limits = limits or ImportLimits.from_settings()
     credentials = _credential_names(document, limits)
     found: list[Operation | tuple[str, str, str]] = []
     nodes = 0
     for listed in _chosen(_listed_operations(document, limits), only, limits):
         named = f"{listed.pointer} (operation {listed.key})"
+        expander = Expander(document.content, limits=limits, clock=clock, unroll=RECURSION_LEVELS)
         try:
             if clock is not None:
                 clock.check(named)
-            expander = Expander(document.content, limits=limits, clock=clock)
+            if listed.problem is not None:
+                raise listed.problem
             found.append(_operation(document, listed, credentials, expander))
             nodes += expander.nodes
             if nodes > limits.max_import_nodes:
                 raise ImportLimitExceeded(named, too_many_import_nodes(limits.max_import_nodes))
-        except Unsupported as exc:
+        except (Unsupported, OpenAPIError) as exc:
             found.append((listed.key, listed.pointer, str(exc)))
         except ImportLimitExceeded as exc:
             if exc.where == named:
                 raise
+            if expander.unrolled and expander.nodes > limits.max_schema_nodes:
+                # Copied RECURSION_LEVELS deep, a recursive schema can outgrow the limit where
+                # no bomb is: that operation is skipped, as every recursive one used to be.
+                found.append((listed.key, listed.pointer, f"{exc.where}: its recursive schema is copied "
+                              f"{RECURSION_LEVELS} levels deep, and {exc.problem}"))
+                continue
             raise ImportLimitExceeded(exc.where, f"in operation {listed.key}, {exc.problem}") from None
     return found
 
 
 def _operation(document: Document, listed: _Listed, credentials: list[str], expander: Expander) -> Operation:
     item_at, at, operation = pointer(["paths", listed.path]), listed.pointer, listed.operation
-    shared = _parameters(_expanded(expander, listed.item.get("parameters"), f"{item_at}/parameters"),
-                         f"{item_at}/parameters")
-    own = _parameters(_expanded(expander, operation.get("parameters"), f"{at}/parameters"),
-                      f"{at}/parameters")
-    merged = {(p["name"], p["in"]): p for _, p in shared}
-    merged.update({(p["name"], p["in"]): p for _, p in own})
+    shapes.operation(operation, at)
+    shared = shapes.parameters(_expanded(expander, listed.item.get("parameters"), f"{item_at}/parameters"),
+                               f"{item_at}/parameters")
+    own = shapes.parameters(_expanded(expander, operation.get("parameters"), f"{at}/parameters"),
+                            f"{at}/parameters")
+    merged = {(p["name"], p["in"]): p for p in shared}
+    merged.update({(p["name"], p["in"]): p for p in own})
+    body = shapes.request_body(_expanded(expander, operation.get("requestBody"), f"{at}/requestBody"),
+                               f"{at}/requestBody")
     normalized = {
         "method": listed.method.upper(),
         "path": listed.path,
@@ -380,7 +394,7 @@ def _operation(document: Document, listed: _Listed, credentials: list[str], expa
         "summary": operation.get("summary") or listed.item.get("summary") or "",
         "description": operation.get("description") or listed.item.get("description") or "",
         "parameters": list(merged.values()),
-        "requestBody": _expanded(expander, operation.get("requestBody"), f"{at}/requestBody"),
+        "requestBody": body,
         "credential_parameters": credentials,
         "openapi": "3.0" if document.is_30 else "3.1",
     }

@@ -30,11 +30,12 @@ from apps.upstreams.models import Upstream, UpstreamKind
 from apps.upstreams.selectors import credential_get, upstream_get
 from apps.upstreams.services import upstream_save
 
-from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, MAX_NAME, Draft, draft_of
+from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, Draft, draft_of
 from .errors import ImportRefused, Unsupported
 from .limits import Clock, ImportLimitExceeded, ImportLimits
 from .mcp_tools import EXECUTOR as MCP_EXECUTOR
 from .mcp_tools import definition_digest, draft_of_tool, hints_note
+from .names import tool_name
 from .openapi import (
     Document,
     OpenAPIError,
@@ -61,6 +62,7 @@ class OperationResult:
     reason: str = ""
     version: ToolVersion | None = None
     findings: tuple[Finding, ...] = ()
+    note: str = ""  # why a new tool's name is not the operation's own (names.py)
 
     @property
     def summary(self) -> str:
@@ -68,7 +70,7 @@ class OperationResult:
             return f"changed: {', '.join(self.changed)}"
         if self.outcome == SKIPPED:
             return f"skipped: {self.reason}"
-        return self.outcome
+        return f"{self.outcome}; {self.note}" if self.note else self.outcome
 
     @property
     def lint_errors(self) -> int:
@@ -193,18 +195,6 @@ def _source(document: Document, operation: Operation, upstream: str) -> dict[str
     }
 
 
-def _free_name(wanted: str, taken: set[str]) -> str:
-    """`wanted`, or with the first number that makes it none of `taken` (which gets it)."""
-    number = 1
-    name = wanted
-    while name in taken:
-        number += 1
-        suffix = f"_{number}"
-        name = wanted[: MAX_NAME - len(suffix)] + suffix
-    taken.add(name)
-    return name
-
-
 @dataclass
 class _Known:
     """What the tenant's catalog holds that one import looks up for each operation or tool,
@@ -232,7 +222,7 @@ def _import_operation(
     clock.check(f"{operation.pointer} (operation {operation.key})")
     try:
         draft = draft_of(operation, upstream=upstream)
-    except Unsupported as exc:
+    except (Unsupported, OpenAPIError) as exc:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=SKIPPED, reason=str(exc))
     try:
         return _draft_operation(tenant, document, operation, draft, upstream, actor, known)
@@ -249,16 +239,14 @@ def _draft_operation(
     source = _source(document, operation, upstream)
     previous = known.imported.get(operation.key)
     if previous is None:
-        tool = tool_save(
-            tool=Tool(name=_free_name(draft.name, known.taken), tenant=tenant, summary=draft.summary),
-            actor=actor,
-        )
+        named = tool_name(draft.name, key=operation.key, taken=known.taken)
+        tool = tool_save(tool=Tool(name=named.name, tenant=tenant, summary=draft.summary), actor=actor)
         version = version_create_draft(
             tool=tool, actor=actor, **draft.fields(), strict=False, executor="http", source=source,
             changelog=f"Imported from {document.title or 'an OpenAPI document'}, operation {operation.key}.",
         )
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=tool.name,
-                               version=version)
+                               version=version, note=named.note)
     changed = _changes(previous.source, draft, upstream)
     latest = version_latest(tool=previous.tool)
     if not changed:
@@ -431,15 +419,14 @@ def mcp_import_definition(
     known = known or _Known.of(tenant, upstream, [key], kind="mcp")
     previous = known.imported.get(key)
     if previous is None:
-        tool = tool_save(
-            tool=Tool(name=_free_name(draft.name, known.taken), tenant=tenant, summary=draft.summary),
-            actor=actor,
-        )
+        named = tool_name(draft.name, key=key, taken=known.taken)
+        tool = tool_save(tool=Tool(name=named.name, tenant=tenant, summary=draft.summary), actor=actor)
         version = version_create_draft(
             tool=tool, actor=actor, **draft.fields(), strict=False, executor=MCP_EXECUTOR, source=source,
             changelog=f"Imported from the tool {key} of {upstream}. {hints_note(definition)}",
         )
-        return OperationResult(key=key, pointer="", outcome=NEW, tool=tool.name, version=version)
+        return OperationResult(key=key, pointer="", outcome=NEW, tool=tool.name, version=version,
+                               note=named.note)
     latest = version_latest(tool=previous.tool)
     if previous.source.get("digest") == source["digest"]:
         return OperationResult(key=key, pointer="", outcome=UNCHANGED, tool=latest.tool.name, version=latest)

@@ -4,7 +4,6 @@ and leave nothing behind: through the service and through `manage.py import_open
 from __future__ import annotations
 
 import io
-import json
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from apps.imports.services import openapi_import
 from apps.upstreams.models import Upstream
 from tests.factories import TenantFactory
 
-from .hostile_documents import HOSTILE, document, many_operations, ref_bomb, ref_chain, shared_body
+from .hostile_documents import HOSTILE, many_operations, ref_bomb, ref_chain, shared_body
 
 pytestmark = pytest.mark.django_db
 
@@ -132,24 +131,3 @@ def test_an_import_past_its_time_is_refused_naming_the_limit_and_where_it_stoppe
     assert "took longer than 0 s (TOOLHUB_IMPORT_MAX_SECONDS)" in str(refused.value)
     assert "findPets" in str(refused.value)
     assert nothing_was_stored()
-
-
-def test_a_recursive_schema_still_skips_only_its_operation(tenant):
-    # given: a tree whose children are trees, beside a plain operation
-    paths = {
-        "/trees": {"post": {"operationId": "plantTree", "requestBody": {"content": {"application/json": {
-            "schema": {"$ref": "#/components/schemas/Tree"}}}}, "responses": {"200": {"description": "ok"}}}},
-        "/items": {"get": {"operationId": "listItems", "responses": {"200": {"description": "ok"}}}},
-    }
-    tree = {"type": "object", "properties": {"children": {"type": "array",
-                                                          "items": {"$ref": "#/components/schemas/Tree"}}}}
-    text = json.dumps(document(paths, components={"schemas": {"Tree": tree}}))
-
-    # when
-    report = openapi_import(tenant=tenant, document_text=text, upstream="trees", actor="curator")
-
-    # then
-    assert {r.key: r.outcome for r in report.results} == {"plantTree": "skipped", "listItems": "new"}
-    skipped = report.results[0].reason
-    assert "recursive" in skipped and "/components/schemas/Tree" in skipped
-

@@ -4,6 +4,7 @@ documents, and re-importing a changed document."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -167,12 +168,14 @@ def test_nullable_of_openapi_30_admits_null_and_keeps_the_enum(tenant):
     assert _version("open_ticket").executor_config["send_null"] == ["/priority"]
 
 
-def test_names_are_made_unique_in_the_tenant(tenant):
+def test_a_name_taken_in_the_tenant_ends_in_a_digest_of_the_operation_and_is_reported(tenant):
     tool_save(tool=Tool(name="find_pets", tenant=tenant), actor="curator")
 
     report = _import(tenant, PETSTORE, upstream="petstore", operation_ids=["findPets"])
 
-    assert [r.tool for r in report.results] == ["find_pets_2"]
+    # sha256("findPets") starts cbc663: the same name at every import of the document
+    assert [r.tool for r in report.results] == ["find_pets_cbc663"]
+    assert report.results[0].summary == "new; named find_pets_cbc663: another tool is already named find_pets"
 
 
 def test_an_operation_named_like_a_built_in_tool_gets_another_name(tenant):
@@ -186,27 +189,45 @@ def test_an_operation_named_like_a_built_in_tool_gets_another_name(tenant):
 
     report = _import(tenant, document, upstream="wishes", base_url="https://wishes.example.com")
 
-    assert [r.tool for r in report.results] == ["request_capability_2"]
+    [result] = report.results
+    assert result.tool == "request_capability_" + hashlib.sha256(b"request_capability").hexdigest()[:6]
+    assert "request_capability is the name of a tool ToolHub itself offers every agent" in result.summary
     assert not Tool.objects.filter(name="request_capability").exists()
 
 
+def test_long_names_are_cut_with_a_digest_and_never_collide_into_numbers(tenant):
+    # given: two operationIds of 70 characters alike in their first 64, and two operations
+    # whose snake_case names are the same
+    long = "retrieve_the_upcoming_invoice_line_items_for_the_customer_subscription"
+    answers = {"200": {"description": "ok"}}
+    document = {
+        "openapi": "3.1.0", "info": {"title": "Billing", "version": "1"},
+        "paths": {
+            "/a": {"get": {"operationId": f"{long}_a", "responses": answers}},
+            "/b": {"get": {"operationId": f"{long}_b", "responses": answers}},
+            "/c": {"get": {"operationId": "listItems", "responses": answers}},
+            "/d": {"get": {"operationId": "list_items", "responses": answers}},
+        },
+    }
+
+    # when: imported into two tenants
+    first = _import(tenant, document, upstream="billing", base_url="https://billing.example.com")
+    other = _import(TenantFactory(slug="other"), document, upstream="billing",
+                    base_url="https://billing.example.com")
+
+    # then: readable, at most 64, each change reported, the same in both tenants
+    names = [r.tool for r in first.results]
+    assert names == [r.tool for r in other.results]
+    assert len(set(names)) == 4 and all(len(n) <= 64 for n in names)
+    assert names[0].startswith(long[:50]) and names[0] != names[1]
+    assert names[2] == "list_items" and names[3].startswith("list_items_")
+    assert not any(n.endswith(("_2", "_3")) for n in names)
+    assert "has 72 characters, a tool name at most 64" in first.results[0].summary
+    assert "another tool is already named list_items" in first.results[3].summary
+    assert first.results[2].summary == "new"
+
+
 BROKEN = {
-    "a $ref to nothing": (
-        lambda d: d["paths"]["/pets"]["get"]["parameters"].append({"$ref": "#/components/parameters/Gone"}),
-        "/paths/~1pets/get/parameters/2: $ref '#/components/parameters/Gone' cannot be resolved",
-    ),
-    "a $ref to another file": (
-        lambda d: d["paths"]["/pets"]["get"]["parameters"].append({"$ref": "common.yaml#/Limit"}),
-        "/paths/~1pets/get/parameters/2: $ref to 'common.yaml' points outside the document",
-    ),
-    "a parameter without `in`": (
-        lambda d: d["paths"]["/pets/{id}"]["delete"]["parameters"][0].pop("in"),
-        "/paths/~1pets~1{id}/delete/parameters/0/in: must be path, query, header or cookie",
-    ),
-    "a path template without its parameter (after good operations)": (
-        lambda d: d["paths"]["/pets/{id}"]["delete"].pop("parameters"),
-        "/paths/~1pets~1{id}/delete: the path names {id} but no path parameter 'id'",
-    ),
     "Swagger 2.0": (
         lambda d: (d.pop("openapi"), d.update(swagger="2.0")),
         "/openapi: ToolHub imports OpenAPI 3.0 and 3.1, this is swagger 2.0",
