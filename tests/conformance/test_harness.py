@@ -1,0 +1,53 @@
+"""The conformance harness end to end on a document of our own: imported, called through
+REST invoke, and each request checked by the loopback upstream (what `make conformance`
+does with the real documents)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conformance.harness import RunOptions, run_document
+from conformance.report import failure_lines, headline, table
+from conformance.upstream import ValidatingUpstream, validating_upstream
+from conformance.validation import DocumentValidator
+
+FIXTURE = Path(__file__).with_name("orders.json")
+
+
+@pytest.fixture
+def upstream() -> Iterator[ValidatingUpstream]:
+    with validating_upstream() as running:
+        yield running
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_imported_operation_is_called_and_its_request_checked(upstream):
+    result = run_document(FIXTURE, upstream, RunOptions(seed=1), slug="conformance-orders")
+
+    assert headline(result) == "orders.json: operations imported 3/4, requests valid 3/3"
+    # The one operation the import cannot express is a failure line with the import's reason.
+    (skipped,) = failure_lines(result)
+    assert skipped.startswith("  skipped: putLabel: ")
+    assert "application/xml" in skipped
+    rows = table([result]).splitlines()
+    assert rows[0].split() == ["document", "imported", "%", "lint-blocked", "not", "generated", "valid/sent",
+                               "%", "valid", "invoke", "errors", "seconds"]
+    assert rows[2].split()[:8] == ["orders.json", "3/4", "75.0", "0", "0", "3/3", "100.0", "0"]
+
+
+def test_a_request_the_document_does_not_allow_is_recorded_with_the_validators_message(upstream):
+    upstream.validator = DocumentValidator(json.loads(FIXTURE.read_text()), base_path="/v1")
+
+    httpx.get(f"{upstream.url}/v1/orders", params={"status": "lost"})
+    httpx.get(f"{upstream.url}/v1/orders/12")
+
+    invalid, valid = upstream.take()
+    assert invalid.target == "/v1/orders?status=lost"
+    message = "Invalid query parameter: status: [0] 'lost' is not one of ['paid', 'shipped']"
+    assert invalid.errors == (message,)
+    assert valid.errors == ()
