@@ -72,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 result = run_document(path, upstream, RunOptions(seed=options.seed, budget_s=options.budget),
                                       slug=f"conformance-{number}")
                 results.append(result)
-                print(f"{headline(result)} ({time.monotonic() - started:.0f} s)", flush=True)
+                spent = ", ".join(f"{step} {seconds:.0f} s" for step, seconds in result.seconds.items())
+                print(f"{headline(result)} ({time.monotonic() - started:.0f} s: {spent})", flush=True)
                 for line in failure_lines(result):
                     print(line)
     finally:

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from jsonschema_path import SchemaPath
 from openapi_core.datatypes import RequestParameters
+from openapi_core.deserializing.styles import StyleDeserializersFactory
 from openapi_core.templating.paths.exceptions import PathError
 from openapi_core.templating.paths.finders import APICallPathFinder
 from openapi_core.validation.request.exceptions import MissingRequestBody
@@ -26,7 +27,10 @@ from openapi_core.validation.request.validators import (
     V31RequestBodyValidator,
     V31RequestParametersValidator,
 )
+from openapi_core.validation.validators import BaseValidator
 from werkzeug.datastructures import Headers, ImmutableMultiDict
+
+from .brackets import STYLE_DESERIALIZERS
 
 PLACEHOLDER_HOST = "http://conformance.invalid"
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -107,8 +111,8 @@ class DocumentValidator:
             V31RequestBodyValidator if is_31 else V30RequestBodyValidator
         )
         self._paths = APICallPathFinder(spec)
-        self._parameters = parameters_cls(spec)
-        self._body = body_cls(spec)
+        self._parameters = parameters_cls(spec, style_deserializers_factory=_styles(parameters_cls))
+        self._body = body_cls(spec, style_deserializers_factory=_styles(body_cls))
 
     def errors(self, request: RawRequest) -> list[str]:
         """What the document says is wrong with `request`; empty when it is valid."""
@@ -120,7 +124,37 @@ class DocumentValidator:
         request.parameters.path = {name: unquote(value) for name, value in variables.items()}
         found = [*self._parameters.iter_errors(request)]
         found += [e for e in self._body.iter_errors(request) if type(e) is not MissingRequestBody]
-        return [_message(error) for error in found]
+        return [*_unknown_query(request, matched.path, matched.operation), *map(_message, found)]
+
+
+def _unknown_query(request: RawRequest, path: SchemaPath, operation: SchemaPath) -> list[str]:
+    """Query names the operation does not declare (openapi-core lets them pass): a parameter
+    sent under the wrong name, or deepObject brackets where the document has none."""
+    plain: set[str] = set()
+    deep: set[str] = set()
+    for owner in (path, operation):
+        if "parameters" not in owner:
+            continue
+        for parameter in owner / "parameters":
+            if (parameter / "in").read_str() != "query":
+                continue
+            style = (parameter / "style").read_str("form")
+            schema_type = (parameter / "schema" / "type").read_str("") if "schema" in parameter else ""
+            if style == "form" and schema_type == "object" and (parameter / "explode").read_bool(True):
+                return []  # its properties are query names of their own: any name may be one
+            (deep if style == "deepObject" else plain).add((parameter / "name").read_str())
+    unknown = [
+        key for key in dict.fromkeys(request.parameters.query)
+        if key not in plain and not (key.partition("[")[0] in deep and (key in deep or key.endswith("]")))
+    ]
+    return [f"Unknown query parameter {key!r} (the operation has {', '.join(sorted(plain | deep)) or 'none'})"
+            for key in unknown]
+
+
+def _styles(validator_cls: type[BaseValidator]) -> StyleDeserializersFactory:
+    """openapi-core's style deserializers, deepObject read as Stripe writes it (brackets.py)."""
+    return StyleDeserializersFactory(validator_cls.schema_casters_factory,
+                                     style_deserializers=STYLE_DESERIALIZERS)
 
 
 def _message(error: Exception) -> str:

@@ -14,7 +14,7 @@ import pytest
 from conformance.harness import RunOptions, run_document
 from conformance.report import failure_lines, headline, table
 from conformance.upstream import ValidatingUpstream, validating_upstream
-from conformance.validation import DocumentValidator
+from conformance.validation import DocumentValidator, RawRequest
 
 FIXTURE = Path(__file__).with_name("orders.json")
 
@@ -51,3 +51,40 @@ def test_a_request_the_document_does_not_allow_is_recorded_with_the_validators_m
     message = "Invalid query parameter: status: [0] 'lost' is not one of ['paid', 'shipped']"
     assert invalid.errors == (message,)
     assert valid.errors == ()
+
+
+SEARCH = {
+    "openapi": "3.0.3",
+    "info": {"title": "Search", "version": "1"},
+    "paths": {"/charges": {"get": {
+        "parameters": [
+            {"name": "created", "in": "query", "style": "deepObject", "explode": True, "schema": {"anyOf": [
+                {"type": "object", "properties": {"gte": {"type": "integer"}}, "additionalProperties": False},
+                {"type": "integer"},
+            ]}},
+            {"name": "expand", "in": "query", "style": "deepObject", "explode": True,
+             "schema": {"type": "array", "items": {"type": "string"}}},
+            {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+        ],
+        "responses": {"200": {"description": "The charges."}},
+    }}},
+}
+
+
+@pytest.mark.parametrize(("query", "errors"), [
+    # deepObject in Stripe's bracket notation: objects, arrays, and the scalar of an anyOf
+    ("created[gte]=1&expand[]=a&expand[]=b&limit=3", []),
+    ("created=1", []),
+    # what ToolHub sent before it knew deepObject: JSON text, a repeated plain name
+    ("created=%7B%22gte%22%3A1%7D",
+     ["Invalid query parameter: created: '{\"gte\":1}' is not valid under any of the given schemas"]),
+    ("expand=a&expand=b", ["Query parameter error: expand: Failed to cast value to array type: a"]),
+    ("created[lt]=1",
+     ["Invalid query parameter: created: {'lt': '1'} is not valid under any of the given schemas"]),
+    # a name the operation does not declare, which openapi-core alone lets pass
+    ("limit=3&page=2", ["Unknown query parameter 'page' (the operation has created, expand, limit)"]),
+])
+def test_the_validator_reads_deep_objects_as_brackets_and_refuses_unknown_names(query, errors):
+    validator = DocumentValidator(SEARCH, base_path="")
+
+    assert validator.errors(RawRequest("GET", f"/charges?{query}", {}, b"")) == errors
