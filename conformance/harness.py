@@ -53,6 +53,10 @@ class DocumentResult:
     def fail(self, kind: str, where: str, message: str) -> None:
         self.failures.append(Failure(kind=kind, where=where, message=" ".join(message.split())))
 
+    def spent(self, step: str, since: float) -> None:
+        """Adds the seconds since `since` (time.monotonic()) to `step`."""
+        self.seconds[step] = self.seconds.get(step, 0.0) + time.monotonic() - since
+
     def count(self, kind: str) -> int:
         return sum(f.kind == kind for f in self.failures)
 
@@ -103,21 +107,19 @@ def run_document(
     except ImportRefused as refusal:
         result.fail("refused", path.name, str(refusal))
         return result
-    result.seconds["import"] = time.monotonic() - started
+    result.spent("import", started)
     versions = _published(report.results, result)
     result.imported = len(versions)
 
     started = time.monotonic()
     upstream.validator = DocumentValidator(content, base_path=base_path)
-    result.seconds["validator"] = time.monotonic() - started
+    result.spent("validator", started)
 
-    started = time.monotonic()
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_key_issue(agent=agent).secret}")
     upstream.take()
     for number, version in enumerate(versions):
         _call(client, version, number, upstream, options, result)
-    result.seconds["calls"] = time.monotonic() - started
     return result
 
 
@@ -152,12 +154,16 @@ def publish_for_conformance(drafts: list[ToolVersion]) -> list[ToolVersion]:
 def _call(client: APIClient, version: ToolVersion, number: int, upstream: ValidatingUpstream,
           options: RunOptions, result: DocumentResult) -> None:
     name = version.tool.name
+    started = time.monotonic()
     try:
         arguments = generate_arguments(version.parameters, run_seed=options.seed + number,
                                        budget_s=options.budget_s)
     except NotGenerated as reason:
         result.fail("not-generated", name, str(reason))
         return
+    finally:
+        result.spent("arguments", started)
+    started = time.monotonic()
     body = {"task_id": f"conformance-{number}", "call": {"id": "call-1", "name": name,
                                                           "arguments": json.dumps(arguments)}}
     try:
@@ -166,6 +172,8 @@ def _call(client: APIClient, version: ToolVersion, number: int, upstream: Valida
     except Exception:  # a traceback in ToolHub is the one failure that fails the run
         result.fail("crash", name, traceback.format_exc())
         return
+    finally:
+        result.spent("invoke", started)
     _record(upstream.take(), name, arguments, result)
     if response.status_code != 200 or answer.get("status") not in ("ok", "empty"):
         result.fail("invoke-error", name, _invoke_message(response.status_code, answer))

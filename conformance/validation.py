@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from jsonschema_path import SchemaPath
 from openapi_core.datatypes import RequestParameters
+from openapi_core.deserializing.exceptions import DeserializeError
 from openapi_core.deserializing.styles import StyleDeserializersFactory
 from openapi_core.templating.paths.exceptions import PathError
 from openapi_core.templating.paths.finders import APICallPathFinder
@@ -164,6 +165,9 @@ def _message(error: Exception) -> str:
     if cause is None:
         return " ".join(head.split())
     head = head.replace(str(cause), "").rstrip(": ")
+    if type(cause) is DeserializeError:  # not its subclass CastError, whose message says what failed
+        style = cause.args[0] if cause.args else "its"
+        return f"{head}: the value as sent cannot be read in {style} style for its schema"
     schema_errors = getattr(cause, "schema_errors", None) or ()
     details = [_schema_error(e) for e in schema_errors] or [str(cause)]
     return " ".join(f"{head}: {'; '.join(details)}".split())

@@ -88,3 +88,21 @@ def test_the_validator_reads_deep_objects_as_brackets_and_refuses_unknown_names(
     validator = DocumentValidator(SEARCH, base_path="")
 
     assert validator.errors(RawRequest("GET", f"/charges?{query}", {}, b"")) == errors
+
+
+def test_a_value_the_parameters_style_cannot_read_says_so():
+    lookup = {
+        "openapi": "3.0.3", "info": {"title": "Lookup", "version": "1"},
+        "paths": {"/numbers": {"get": {
+            "parameters": [{"name": "AddOnsData", "in": "query", "style": "form", "explode": True,
+                            "schema": {"type": "object", "additionalProperties": True}}],
+            "responses": {"200": {"description": "The number."}},
+        }}},
+    }
+    validator = DocumentValidator(lookup, base_path="")
+
+    errors = validator.errors(RawRequest("GET", "/numbers?AddOnsData=%7B%22a%22%3A1%7D", {}, b""))
+
+    assert errors == [
+        "Query parameter error: AddOnsData: the value as sent cannot be read in form style for its schema"
+    ]
