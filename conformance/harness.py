@@ -51,7 +51,9 @@ class DocumentResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def fail(self, kind: str, where: str, message: str) -> None:
-        self.failures.append(Failure(kind=kind, where=where, message=" ".join(message.split())))
+        # One line each, but a traceback keeps its lines: it is read, not counted.
+        shown = message.rstrip() if kind == "crash" else " ".join(message.split())
+        self.failures.append(Failure(kind=kind, where=where, message=shown))
 
     def spent(self, step: str, since: float) -> None:
         """Adds the seconds since `since` (time.monotonic()) to `step`."""
@@ -106,6 +108,9 @@ def run_document(
         )
     except ImportRefused as refusal:
         result.fail("refused", path.name, str(refusal))
+        return result
+    except Exception:  # a traceback in ToolHub's import: reported, and the next document runs
+        result.fail("crash", path.name, traceback.format_exc())
         return result
     result.spent("import", started)
     versions = _published(report.results, result)

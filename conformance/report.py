@@ -22,7 +22,7 @@ def headline(result: DocumentResult) -> str:
 
 def failure_lines(result: DocumentResult) -> list[str]:
     ordered = sorted(result.failures, key=lambda f: (KINDS.index(f.kind), f.where))
-    return [f"  {f.kind}: {f.where}: {f.message}" for f in ordered]
+    return [f"  {f.kind}: {f.where}: {f.message}".replace("\n", "\n    ") for f in ordered]
 
 
 COLUMNS: tuple[tuple[str, Callable[[DocumentResult], str]], ...] = (

@@ -106,3 +106,18 @@ def test_a_value_the_parameters_style_cannot_read_says_so():
     assert errors == [
         "Query parameter error: AddOnsData: the value as sent cannot be read in form style for its schema"
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_traceback_in_the_import_is_a_crash_line_and_the_run_goes_on(upstream, monkeypatch):
+    def broken_import(**kwargs):
+        raise RuntimeError("the importer fell over")
+
+    monkeypatch.setattr("conformance.harness.openapi_import", broken_import)
+
+    result = run_document(FIXTURE, upstream, RunOptions(seed=1), slug="conformance-crash")
+
+    (line,) = failure_lines(result)
+    assert line.startswith("  crash: orders.json: Traceback (most recent call last):\n    ")
+    assert line.endswith("RuntimeError: the importer fell over")
+    assert headline(result) == "orders.json: operations imported 0/4, requests valid 0/0"
