@@ -121,3 +121,39 @@ def test_a_traceback_in_the_import_is_a_crash_line_and_the_run_goes_on(upstream,
     assert line.startswith("  crash: orders.json: Traceback (most recent call last):\n    ")
     assert line.endswith("RuntimeError: the importer fell over")
     assert headline(result) == "orders.json: operations imported 0/4, requests valid 0/0"
+
+
+CUSTOMERS = {
+    "openapi": "3.0.3",
+    "info": {"title": "Customers", "version": "1"},
+    "paths": {"/customers": {"post": {
+        "requestBody": {"content": {"application/x-www-form-urlencoded": {
+            "schema": {"type": "object", "additionalProperties": False, "properties": {
+                "email": {"type": "string"},
+                "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+                "items": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {"price": {"type": "string"}, "quantity": {"type": "integer"}},
+                }},
+            }},
+            "encoding": {"metadata": {"style": "deepObject", "explode": True},
+                         "items": {"style": "deepObject", "explode": True}},
+        }}},
+        "responses": {"200": {"description": "The customer."}},
+    }}},
+}
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+
+
+@pytest.mark.parametrize(("body", "headers", "errors"), [
+    (b"email=a%40example.com&metadata[order_id]=ORD-1&items[0][price]=p&items[0][quantity]=2", FORM, []),
+    (b'{"email": "a@example.com"}', {"content-type": "application/json"},
+     ["Request body validation error: Content for the following mimetype not found: application/json. "
+      "Valid mimetypes: ['application/x-www-form-urlencoded']"]),
+    (b"items[0][quantity]=two", FORM,
+     ["Request body validation error: Failed to cast value to integer type: two"]),
+])
+def test_form_bodies_are_read_with_their_encoding_in_brackets(body, headers, errors):
+    validator = DocumentValidator(CUSTOMERS, base_path="")
+
+    assert validator.errors(RawRequest("POST", "/customers", headers, body)) == errors
