@@ -34,7 +34,7 @@ UPSTREAM = "conformance"
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str  # refused, skipped, not-generated, invalid, invoke-error, crash
+    kind: str  # one of report.KINDS
     where: str
     message: str
 
