@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench profile soak clean
+.PHONY: run test lint bench profile soak conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,3 +43,9 @@ profile: $(VENV)/.installed-dev
 # Not part of `make test`: about 2 minutes (SOAK_SECONDS of load, then reconciliation).
 soak: $(VENV)/.installed-dev
 	scripts/soak.sh
+
+# Not part of `make test`: every OpenAPI document of a folder (default ../shared/realworld/openapi)
+# imported, called tool by tool, and each request checked against the document; a few minutes.
+# ARGS="--docs DIR --only stripe --min 98" (docs/conformance.md).
+conformance: $(VENV)/.installed-dev
+	scripts/conformance.sh $(ARGS)
