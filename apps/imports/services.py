@@ -12,14 +12,16 @@ has its own audit event; the import itself adds one more.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.catalog.bulk import tools_create_with_drafts
 from apps.catalog.lint import Finding
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.catalog.selectors import versions_findings
@@ -44,7 +46,14 @@ from .openapi import (
     first_server_url,
     parse_document,
 )
-from .selectors import mcp_tool_definitions, tool_names_taken, version_latest, versions_imported_from
+from .removed import RemovedOperation, removed_operations, removed_operations_deprecate
+from .selectors import (
+    mcp_tool_definitions,
+    tool_names_taken,
+    version_latest,
+    versions_imported_from,
+    versions_latest,
+)
 
 NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
 
@@ -82,6 +91,13 @@ class ImportReport:
     title: str
     results: tuple[OperationResult, ...]
     granted: tuple[str, ...] = ()
+    # Tools imported before from operations the document no longer has (a whole-document
+    # re-import only), deprecated with `deprecate_removed`.
+    removed: tuple[RemovedOperation, ...] = ()
+
+
+# Told (operations done, operations in all) as an import goes.
+Progress = Callable[[int, int], None]
 
 
 def ensure_upstream(*, tenant: Tenant, name: str, base_url: str | None, credential_name: str | None,
@@ -130,6 +146,8 @@ def openapi_import(
     operation_ids: Sequence[str] | None = None,
     publish: bool = False,
     grant_agents: Sequence[str] = (),
+    deprecate_removed: bool = False,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Import the operations of an OpenAPI 3.0/3.1 document (all, or `operation_ids`) into
     `tenant`'s catalog as drafts calling `upstream` (created from `base_url`, else the
@@ -139,13 +157,18 @@ def openapi_import(
     a draft; an operation imported before gets a new draft only when what the tool is made
     of changed in the document, starting from the tool's latest version (a curator's
     other edits kept). With `publish`, the drafts made are published; with `grant_agents`,
-    those agents are granted every imported tool. Writes tools, versions, grants and their
-    audit events, and one `openapi.import` event (none when nothing changed). Raises
-    ImportRefused (OpenAPIError for the document, naming where) with nothing written.
+    those agents are granted every imported tool. An import of the whole document lists the
+    tools imported before from operations it no longer has; with `deprecate_removed`, their
+    published versions are deprecated. `progress` is told after each operation. Writes tools,
+    versions, grants and their audit events, and one `openapi.import` event (none when nothing
+    changed). Raises ImportRefused (OpenAPIError for the document, naming where,
+    ImportLimitExceeded past a limit) with nothing written.
     """
     limits = ImportLimits.from_settings()
+    limits.check_document_size(len(document_text))
     clock = Clock(limits)
     document = parse_document(document_text, limits=limits, clock=clock)
+    del document_text  # not held here past parsing: a big document's text is freed with the caller's
     operations = document_operations(document, only=operation_ids, limits=limits, clock=clock)
     base_url = base_url or first_server_url(document, fetched_from=fetched_from)
     agents = _agents(tenant, grant_agents)
@@ -154,9 +177,14 @@ def openapi_import(
             tenant=tenant, name=upstream, base_url=base_url, credential_name=credential, actor=actor
         )
         known = _Known.of(tenant, upstream, operations, kind="openapi")
-        results = [
-            _import_operation(tenant, document, op, upstream, actor, known, clock) for op in operations
-        ]
+        results = []
+        for op in operations:
+            results.append(_import_operation(tenant, document, op, upstream, actor, known, clock))
+            if progress is not None:
+                progress(len(results), len(operations))
+        results = _write_new(tenant, results, known.new, actor)
+        removed = _removed(tenant, upstream, operations, actor, whole=not operation_ids,
+                           deprecate=deprecate_removed)
         if publish:
             _publish_drafts(results, actor, clock, by="OpenAPI import", what="Operation")
         granted = _grant(tenant, agents, results, actor)
@@ -165,10 +193,25 @@ def openapi_import(
             audit_record(
                 tenant_id=tenant.pk, actor=actor, action="openapi.import", target=tenant,
                 data={"upstream": upstream, "document": document.title, "fetched_from": fetched_from or "",
-                      "results": {r.key: r.summary for r in results}, "granted": list(granted)},
+                      "results": {r.key: r.summary for r in results}, "granted": list(granted),
+                      "removed": [r.key for r in removed]},
             )
     return ImportReport(upstream=upstream, base_url=base_url, title=document.title, results=tuple(results),
-                        granted=granted)
+                        granted=granted, removed=tuple(removed))
+
+
+def _removed(tenant: Tenant, upstream: str, operations: Sequence[Operation | tuple[str, str, str]],
+             actor: str, *, whole: bool, deprecate: bool) -> list[RemovedOperation]:
+    """What the document no longer has (a choice of operations says nothing of the others)."""
+    if not whole:
+        return []
+    keys = [op.key if isinstance(op, Operation) else op[0] for op in operations]
+    removed = removed_operations(tenant=tenant, upstream=upstream, keys=keys)
+    if deprecate and removed:
+        return removed_operations_deprecate(
+            tenant=tenant, upstream=upstream, removed=[r.key for r in removed], actor=actor
+        )
+    return removed
 
 
 def _agents(tenant: Tenant, names: Iterable[str]) -> list[Agent]:
@@ -213,13 +256,26 @@ class _Known:
 
     taken: set[str]
     imported: dict[str, ToolVersion]
+    # The latest version of each tool imported before, by tool id.
+    latest: dict[int, ToolVersion]
+    # The new tools an OpenAPI import makes, written together at its end (_write_new).
+    new: list[_NewTool] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, tenant: Tenant, upstream: str, keys: Iterable[Operation | tuple[str, str, str] | str], *,
            kind: str) -> _Known:
         listed = [k if isinstance(k, str) else k.key if isinstance(k, Operation) else k[0] for k in keys]
-        return cls(taken=tool_names_taken(tenant=tenant),
-                   imported=versions_imported_from(tenant=tenant, upstream=upstream, keys=listed, kind=kind))
+        imported = versions_imported_from(tenant=tenant, upstream=upstream, keys=listed, kind=kind)
+        return cls(taken=tool_names_taken(tenant=tenant), imported=imported,
+                   latest=versions_latest(tool_ids=[v.tool_id for v in imported.values()]))
+
+
+@dataclass(frozen=True)
+class _NewTool:
+    operation: Operation
+    name: str
+    summary: str
+    content: dict[str, Any]
 
 
 def _import_operation(
@@ -249,18 +305,15 @@ def _draft_operation(
     source = _source(document, operation, upstream)
     previous = known.imported.get(operation.key)
     if previous is None:
-        tool = tool_save(
-            tool=Tool(name=_free_name(draft.name, known.taken), tenant=tenant, summary=draft.summary),
-            actor=actor,
-        )
-        version = version_create_draft(
-            tool=tool, actor=actor, **draft.fields(), strict=True, executor="http", source=source,
-            changelog=f"Imported from {document.title or 'an OpenAPI document'}, operation {operation.key}.",
-        )
-        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=tool.name,
-                               version=version)
+        name = _free_name(draft.name, known.taken)
+        # The draft's own `strict`, where it has one, wins over today's default.
+        content = {"strict": True, **draft.fields(), "executor": "http", "source": source,
+                   "changelog": f"Imported from {document.title or 'an OpenAPI document'}, "
+                   f"operation {operation.key}."}
+        known.new.append(_NewTool(operation=operation, name=name, summary=draft.summary, content=content))
+        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=name)
     changed = _changes(previous.source, draft, upstream)
-    latest = version_latest(tool=previous.tool)
+    latest = known.latest[previous.tool_id]
     if not changed:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=UNCHANGED,
                                tool=latest.tool.name, version=latest)
@@ -270,6 +323,21 @@ def _draft_operation(
     )
     return OperationResult(key=operation.key, pointer=operation.pointer, outcome=CHANGED,
                            tool=latest.tool.name, changed=tuple(changed), version=version)
+
+
+def _write_new(tenant: Tenant, results: list[OperationResult], new: list[_NewTool],
+               actor: str) -> list[OperationResult]:
+    """The results with the new tools and drafts written, in a few queries for all of them."""
+    try:
+        versions = iter(tools_create_with_drafts(
+            tenant_id=tenant.pk, new=[(n.name, n.summary, n.content) for n in new], actor=actor
+        ))
+    except ValidationError as error:
+        failed = new[error.params["index"]].operation if error.params else new[0].operation
+        raise OpenAPIError(
+            failed.pointer, f"operation {failed.key} cannot become a draft: {' '.join(error.messages)}"
+        ) from None
+    return [replace(r, version=next(versions)) if r.outcome == NEW else r for r in results]
 
 
 def _changes(source: dict[str, Any], draft: Draft, upstream: str) -> list[str]:
