@@ -241,7 +241,10 @@ def parse_document(text: str | bytes, *, limits: ImportLimits | None = None,
     version = raw.get("openapi")
     if not isinstance(version, str) or not re.match(r"^3\.[01]\.\d+", version):
         found = f"swagger {raw['swagger']}" if "swagger" in raw else f"openapi {version!r}"
-        raise OpenAPIError("/openapi", f"ToolHub imports OpenAPI 3.0 and 3.1, this is {found}.")
+        # No kept Python library converts 2.0 (docs/operations.md, "Importing big documents").
+        convert = " Convert it to OpenAPI 3.0 first (`npx swagger2openapi swagger.json -o openapi.json`) " \
+            "and import the result." if "swagger" in raw else ""
+        raise OpenAPIError("/openapi", f"ToolHub imports OpenAPI 3.0 and 3.1, this is {found}.{convert}")
     info = raw.get("info")
     if not isinstance(info, dict):
         info = {}

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.catalog.models import ToolVersion, VersionStatus
+from apps.imports.errors import ImportRefused
 from apps.imports.limits import ImportLimitExceeded
 from apps.imports.services import openapi_import
 from tests.factories import TenantFactory
@@ -107,3 +108,12 @@ def test_an_import_of_chosen_operations_says_nothing_of_the_others(tenant, tmp_p
     out, _ = _command(path, "--operations", "getItem0")
 
     assert "No longer in the document" not in out
+
+
+def test_swagger_2_is_refused_naming_a_converter(tenant):
+    document = b'{"swagger": "2.0", "info": {"title": "Old", "version": "1"}, "paths": {}}'
+
+    with pytest.raises(ImportRefused) as refused:
+        openapi_import(tenant=tenant, document_text=document, upstream="items", actor="test")
+
+    assert "this is swagger 2.0. Convert it to OpenAPI 3.0 first (`npx swagger2openapi" in str(refused.value)
