@@ -31,7 +31,7 @@ class ImportLimits:
     # Seconds from reading the document to the last draft.
     max_seconds: float
     # Bytes of the document as uploaded, read or fetched.
-    max_document_bytes: int = 50 * 1024 * 1024
+    max_document_bytes: int
 
     @classmethod
     def from_settings(cls) -> ImportLimits:

@@ -21,11 +21,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.audit.services import audit_record
-from apps.catalog.bulk import tools_create_with_drafts
+from apps.catalog.bulk import tools_create_with_drafts, versions_publish
 from apps.catalog.lint import Finding
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.catalog.selectors import versions_findings
-from apps.catalog.services import version_create_draft, version_publish
+from apps.catalog.services import version_create_draft
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
 from apps.upstreams.models import Upstream, UpstreamKind
@@ -367,17 +367,17 @@ def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], execu
 
 
 def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *, by: str, what: str) -> None:
-    for result in results:
-        if result.version is None or result.version.status != VersionStatus.DRAFT:
-            continue
-        clock.check(f"{what.lower()} {result.key}, publishing its draft")
-        try:
-            version_publish(version=result.version, actor=actor, note=f"Published by the {by}.")
-        except ValidationError as error:
-            raise ImportRefused(
-                f"{what} {result.key} ({result.tool}) cannot be published: {' '.join(error.messages)} "
-                "Nothing was imported; import without publishing to review the drafts."
-            ) from None
+    """Publish the drafts of `results` together (catalog.bulk: lint reads the tools beside them once)."""
+    drafts = [(r, v) for r in results if (v := r.version) is not None and v.status == VersionStatus.DRAFT]
+    clock.check(f"publishing {len(drafts)} drafts")
+    try:
+        versions_publish(versions=[v for _, v in drafts], actor=actor, note=f"Published by the {by}.")
+    except ValidationError as error:
+        failed = drafts[error.params["index"]][0] if error.params else drafts[0][0]
+        raise ImportRefused(
+            f"{what} {failed.key} ({failed.tool}) cannot be published: {' '.join(error.messages)} "
+            "Nothing was imported; import without publishing to review the drafts."
+        ) from None
 
 
 def _grant(

@@ -8,6 +8,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.audit.models import AuditEvent
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.imports.errors import ImportRefused
 from apps.imports.limits import ImportLimitExceeded
@@ -117,3 +118,15 @@ def test_swagger_2_is_refused_naming_a_converter(tenant):
         openapi_import(tenant=tenant, document_text=document, upstream="items", actor="test")
 
     assert "this is swagger 2.0. Convert it to OpenAPI 3.0 first (`npx swagger2openapi" in str(refused.value)
+
+
+def test_publishing_the_drafts_of_many_operations_is_bounded_too(tenant, django_assert_max_num_queries):
+    document = many_operations(200)
+
+    with django_assert_max_num_queries(50):
+        report = openapi_import(tenant=tenant, document_text=document, upstream="items", actor="test",
+                                publish=True)
+
+    assert {r.version.status for r in report.results} == {VersionStatus.PUBLISHED}
+    assert AuditEvent.objects.filter(action="tool_version.publish", note="Published by the OpenAPI import.",
+                                     data__from_status="draft").count() == 200
