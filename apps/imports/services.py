@@ -163,7 +163,6 @@ def openapi_import(
     limits.check_document_size(len(document_text))
     clock = Clock(limits)
     document = parse_document(document_text, limits=limits, clock=clock)
-    del document_text  # not held here past parsing: a big document's text is freed with the caller's
     operations = document_operations(document, only=operation_ids, limits=limits, clock=clock)
     base_url = base_url or first_server_url(document, fetched_from=fetched_from)
     agents = _agents(tenant, grant_agents)
@@ -328,7 +327,8 @@ def _write_new(tenant: Tenant, results: list[OperationResult], new: list[_NewToo
             tenant_id=tenant.pk, new=[(n.name, n.summary, n.content) for n in new], actor=actor
         ))
     except ValidationError as error:
-        failed = new[error.params["index"]].operation if error.params else new[0].operation
+        params = getattr(error, "params", None) or {"index": 0}
+        failed = new[params["index"]].operation
         raise OpenAPIError(
             failed.pointer, f"operation {failed.key} cannot become a draft: {' '.join(error.messages)}"
         ) from None
@@ -373,7 +373,8 @@ def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *,
     try:
         versions_publish(versions=[v for _, v in drafts], actor=actor, note=f"Published by the {by}.")
     except ValidationError as error:
-        failed = drafts[error.params["index"]][0] if error.params else drafts[0][0]
+        params = getattr(error, "params", None) or {"index": 0}
+        failed = drafts[params["index"]][0]
         raise ImportRefused(
             f"{what} {failed.key} ({failed.tool}) cannot be published: {' '.join(error.messages)} "
             "Nothing was imported; import without publishing to review the drafts."
