@@ -7,11 +7,13 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.core.management.base import OutputWrapper
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.imports.errors import ImportRefused
 from apps.imports.limits import ImportLimitExceeded
+from apps.imports.management.commands._import_cli import ProgressBar
 from apps.imports.services import openapi_import
 from tests.factories import TenantFactory
 from tests.imports.big_documents import many_operations
@@ -130,3 +132,18 @@ def test_publishing_the_drafts_of_many_operations_is_bounded_too(tenant, django_
     assert {r.version.status for r in report.results} == {VersionStatus.PUBLISHED}
     assert AuditEvent.objects.filter(action="tool_version.publish", note="Published by the OpenAPI import.",
                                      data__from_status="draft").count() == 200
+
+
+def test_on_a_terminal_the_progress_is_one_bar_redrawn_in_place():
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    bar = ProgressBar(OutputWrapper(screen))
+
+    bar(1, 4)
+    bar(4, 4)
+
+    assert screen.getvalue() == (f"\r[{'#' * 7}{'.' * 23}] 1/4 operations"
+                                 f"\r[{'#' * 30}] 4/4 operations\n")
