@@ -135,15 +135,18 @@ def versions_findings(*, versions: list[ToolVersion]) -> dict[Any, list[Finding]
     beside: dict[int | None, dict[int, ToolDefinition]] = {}
     deployment = lint_deployment()
     found: dict[Any, list[Finding]] = {}
+    # The toolsets of a tool are read only for the tools in one: an import's new tools are in none.
+    in_toolsets = set(Toolset.tools.through.objects.filter(tool_id__in={v.tool_id for v in versions})
+                      .values_list("tool_id", flat=True))
     for version in versions:
         tenant_id = version.tool.tenant_id
         if tenant_id not in beside:
             beside[tenant_id] = _current_definitions(_neighbours(version.tool))
         others = [d for tool_id, d in beside[tenant_id].items() if tool_id != version.tool_id]
         findings = lint_tool(lint_definition(version), others=others, deployment=deployment)
-        found[version.pk] = sorted_findings(
-            [*findings, *_toolset_findings(version.tool.toolsets.all(), replace=version)]
-        )
+        toolsets = _toolset_findings(version.tool.toolsets.all(), replace=version) \
+            if version.tool_id in in_toolsets else []
+        found[version.pk] = sorted_findings([*findings, *toolsets])
     return found
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
+from .lint import Finding
 from .models import DriftFinding, DriftKind, Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
 from .selectors import version_findings
 
@@ -167,15 +168,21 @@ def version_publish(*, version: ToolVersion, actor: str, note: str = "") -> Tool
 
 
 def _refuse_lint_errors(version: ToolVersion) -> None:
-    errors = [f for f in version_findings(version=version) if f.is_error]
-    if errors:
-        listed = " ".join(f"{f.field}: {f.fix}" for f in errors)
-        raise ValidationError(
-            f"{version.tool.name} v{version.number} cannot be published: lint found "
-            f"{len(errors)} error{'s' if len(errors) > 1 else ''}. {listed} "
-            "Fix the draft and publish again.",
-            code="lint",
-        )
+    if refusal := lint_refusal(version, version_findings(version=version)):
+        raise ValidationError(refusal, code="lint")
+
+
+def lint_refusal(version: ToolVersion, findings: Collection[Finding]) -> str:
+    """Why `version` cannot be published for lint's errors among `findings`, or ""."""
+    errors = [f for f in findings if f.is_error]
+    if not errors:
+        return ""
+    listed = " ".join(f"{f.field}: {f.fix}" for f in errors)
+    return (
+        f"{version.tool.name} v{version.number} cannot be published: lint found "
+        f"{len(errors)} error{'s' if len(errors) > 1 else ''}. {listed} "
+        "Fix the draft and publish again."
+    )
 
 
 def version_deprecate(*, version: ToolVersion, actor: str, note: str = "") -> ToolVersion:

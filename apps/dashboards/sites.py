@@ -16,7 +16,11 @@ class ToolHubAdminSite(admin.AdminSite):
     enable_nav_sidebar = False
 
     def get_urls(self) -> list[URLPattern | URLResolver]:
-        from apps.imports.admin_views import mcp_tools_import_view, openapi_import_view
+        from apps.imports.admin_views import (
+            mcp_tools_import_view,
+            openapi_import_run_view,
+            openapi_import_view,
+        )
 
         from .try_it import version_try_view
         from .views import dashboard_view
@@ -27,6 +31,8 @@ class ToolHubAdminSite(admin.AdminSite):
                       name="catalog_toolversion_try")
         openapi_import = path("imports/openapi/", self.admin_view(openapi_import_view),
                               name="imports_openapi")
+        openapi_import_run = path("imports/openapi/<int:run_id>/", self.admin_view(openapi_import_run_view),
+                                  name="imports_openapi_run")
         mcp_tools_import = path("imports/mcp/<int:upstream_id>/", self.admin_view(mcp_tools_import_view),
                                 name="imports_mcp_tools")
-        return [dashboard, try_it, openapi_import, mcp_tools_import, *super().get_urls()]
+        return [dashboard, try_it, openapi_import, openapi_import_run, mcp_tools_import, *super().get_urls()]

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.catalog.services import version_publish, version_save_draft
-from apps.imports.services import mcp_definitions_import
+from apps.imports.mcp_services import mcp_definitions_import
 from apps.tenancy.models import Tenant
 from apps.upstreams.models import CredentialKind, Upstream, UpstreamKind
 from apps.upstreams.selectors import credential_get, upstream_get

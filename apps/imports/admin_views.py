@@ -1,6 +1,8 @@
 """The admin's import pages, which make drafts through the same services as the commands:
 
-- "Import OpenAPI": upload a document or give its URL;
+- "Import OpenAPI": upload a document or give its URL; a Celery task imports it (runs.py)
+  while its page shows the progress, then the report, the operations the document no
+  longer has and a button to deprecate their tools;
 - "Import tools" of an MCP server upstream (a button on the upstream's page): its tools as
   it lists them now, the side effect each draft would get; the curator ticks tools.
 
@@ -17,17 +19,23 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.core.validators import RegexValidator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from apps.common.admin import AdminScope, admin_actor, admin_scope, restrict_to_scope
 from apps.tenancy.models import Tenant
 from apps.upstreams.models import Upstream, UpstreamKind
 
 from .errors import ImportRefused
-from .fetch import MAX_DOCUMENT_BYTES, document_fetch
+from .limits import ImportLimits, too_large
+from .mcp_services import mcp_import
+from .models import OpenAPIImportRun, RunStatus
+from .removed import removed_operations_deprecate
+from .runs import openapi_import_run_start, report_of, run_progress, run_stopped
 from .selectors import mcp_tool_definitions, mcp_tools_offered
-from .services import ImportReport, mcp_import, openapi_import
+from .services import ImportReport
+from .tasks import openapi_import_task
 
 PERMISSIONS = ("catalog.add_tool", "catalog.add_toolversion")
 
@@ -73,8 +81,9 @@ class OpenAPIImportForm(forms.Form):
         if bool(cleaned.get("document")) == bool(cleaned.get("url")):
             raise forms.ValidationError("Upload a document or give its URL (one of the two).")
         upload = cleaned.get("document")
-        if upload is not None and upload.size > MAX_DOCUMENT_BYTES:
-            raise forms.ValidationError(f"The document is larger than {MAX_DOCUMENT_BYTES} bytes.")
+        limit = ImportLimits.from_settings().max_document_bytes
+        if upload is not None and upload.size > limit:
+            raise forms.ValidationError(too_large("The document", upload.size, limit))
         return cleaned
 
 
@@ -86,33 +95,65 @@ def _importer_scope(request: HttpRequest) -> AdminScope:
 
 
 def openapi_import_view(request: HttpRequest) -> HttpResponse:
+    """The form; a valid one starts the import's task and goes to its page."""
     scope = _importer_scope(request)
     form = OpenAPIImportForm(request.POST or None, request.FILES or None, scope=scope)
-    report: ImportReport | None = None
-    error = ""
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         # Tenant staff import into their own tenant (the form has no tenant field for them).
         tenant: Tenant = data.get("tenant") or Tenant.objects.get(pk=scope.tenant_id or 0)
-        try:
-            text = document_fetch(url=data["url"]) if data["url"] else data["document"].read()
-            report = openapi_import(
-                tenant=tenant, document_text=text, upstream=data["upstream"], actor=admin_actor(request),
-                base_url=data["base_url"] or None, fetched_from=data["url"] or None,
-                credential=data["credential"] or None,
-                operation_ids=[o.strip() for o in data["operations"].split(",") if o.strip()] or None,
-            )
-        except ImportRefused as refused:
-            error = f"Nothing was imported. {refused}"
+        run = openapi_import_run_start(
+            tenant=tenant, actor=admin_actor(request),
+            document=None if data["url"] else data["document"].read(),
+            options={
+                "upstream": data["upstream"], "base_url": data["base_url"] or None,
+                "fetched_from": data["url"] or None, "credential": data["credential"] or None,
+                "operation_ids": [o.strip() for o in data["operations"].split(",") if o.strip()] or None,
+            },
+            enqueue=openapi_import_task.delay,
+        )
+        return HttpResponseRedirect(reverse("admin:imports_openapi_run", args=[run.pk]))
+    context = {**admin.site.each_context(request), "title": "Import OpenAPI", "form": form}
+    return TemplateResponse(request, "admin/imports/openapi_import.html", context)
+
+
+# Seconds between two loads of a run's page while the import runs.
+REFRESH_S = 2
+
+
+def openapi_import_run_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """One import's page: its progress while it runs (the page reloads itself), then what it
+    did with every operation, or why nothing was imported. POST deprecates the tools of the
+    operations the document no longer has."""
+    scope = _importer_scope(request)
+    run = restrict_to_scope(OpenAPIImportRun.objects.select_related("tenant").defer("document"), scope,
+                            tenant_path="tenant").filter(pk=run_id).first()
+    if run is None:
+        raise Http404("No OpenAPI import with this id.")
+    report = report_of(run)
+    deprecated = []
+    if request.method == "POST" and report is not None and report.removed:
+        deprecated = removed_operations_deprecate(
+            tenant=run.tenant, upstream=report.upstream, removed=[r.key for r in report.removed],
+            actor=admin_actor(request),
+        )
+    stopped = run_stopped(run)
+    error = run.error or ("The worker running this import stopped (it was killed or lost its broker); "
+                          "nothing was imported. Start the import again." if stopped else "")
+    running = run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and not stopped
     context = {
         **admin.site.each_context(request),
         "title": "Import OpenAPI",
-        "form": form,
+        "run": run,
+        "running": running,
+        "refresh_s": REFRESH_S,
+        "progress": run_progress(run) if running else None,
         "report": report,
+        "deprecated": deprecated,
         "error": error,
     }
     # A refused import is the request's fault (the document, or what was asked): a 4xx.
-    return TemplateResponse(request, "admin/imports/openapi_import.html", context,
+    return TemplateResponse(request, "admin/imports/openapi_import_run.html", context,
                             status=400 if error else 200)
 
 

@@ -9,16 +9,17 @@ from apps.gateway.executors.answer_limit import ResponseTooLarge
 from apps.gateway.executors.egress import EgressTransport
 
 from .errors import ImportRefused
+from .limits import ImportLimits, too_large
 
-MAX_DOCUMENT_BYTES = 5_000_000
 TIMEOUT_S = 10.0
 
 
 def document_fetch(*, url: str) -> bytes:
     """The body of `url`, fetched with GET through the egress policy (redirects followed,
     each judged again). Raises ImportRefused: refused by the policy, unreachable, not 2xx,
-    larger than MAX_DOCUMENT_BYTES or than any answer ToolHub reads
+    larger than TOOLHUB_IMPORT_MAX_DOCUMENT_BYTES or than any answer ToolHub reads
     (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES)."""
+    limit = ImportLimits.from_settings().max_document_bytes
     try:
         with httpx.Client(
             transport=EgressTransport(), timeout=TIMEOUT_S, follow_redirects=True, max_redirects=3,
@@ -29,10 +30,8 @@ def document_fetch(*, url: str) -> bytes:
             body = bytearray()
             for chunk in response.iter_bytes():
                 body += chunk
-                if len(body) > MAX_DOCUMENT_BYTES:
-                    raise ImportRefused(
-                        f"The document at {url} is larger than {MAX_DOCUMENT_BYTES} bytes."
-                    )
+                if len(body) > limit:
+                    raise ImportRefused(too_large(f"The document at {url}", None, limit))
             return bytes(body)
     except EgressRefused as exc:
         raise ImportRefused(f"The egress policy refuses {url}: {exc.reason}. Nothing was fetched.") from None

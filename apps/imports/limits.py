@@ -30,6 +30,8 @@ class ImportLimits:
     max_operations: int
     # Seconds from reading the document to the last draft.
     max_seconds: float
+    # Bytes of the document as uploaded, read or fetched.
+    max_document_bytes: int
 
     @classmethod
     def from_settings(cls) -> ImportLimits:
@@ -39,12 +41,26 @@ class ImportLimits:
             max_import_nodes=settings.TOOLHUB_IMPORT_MAX_IMPORT_NODES,
             max_operations=settings.TOOLHUB_IMPORT_MAX_OPERATIONS,
             max_seconds=settings.TOOLHUB_IMPORT_MAX_SECONDS,
+            max_document_bytes=settings.TOOLHUB_IMPORT_MAX_DOCUMENT_BYTES,
         )
+
+    def check_document_size(self, size: int, what: str = "The document") -> None:
+        """Raise ImportLimitExceeded when a document of `size` bytes is past the limit."""
+        if size > self.max_document_bytes:
+            raise ImportLimitExceeded("", too_large(what, size, self.max_document_bytes))
 
 
 class ImportLimitExceeded(DocumentProblem):
     """The import would cost more than a limit allows, at `where`; `problem` names the limit
     and its setting."""
+
+
+def too_large(what: str, size: int | None, limit: int) -> str:
+    has = f" has {size} bytes," if size is not None else " is"
+    return (
+        f"{what}{has} larger than the {limit} bytes an import reads (TOOLHUB_IMPORT_MAX_DOCUMENT_BYTES); "
+        "an operator can raise the setting."
+    )
 
 
 def too_deep(limit: int) -> str:

@@ -17,7 +17,6 @@ used twice) skips that operation, its reason naming the place: the others import
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import re
@@ -75,49 +74,100 @@ class Operation:
 # --- parsing --------------------------------------------------------------------------------
 
 
-def _yaml_loader(limits: ImportLimits, clock: Clock | None) -> type[yaml.SafeLoader]:
-    """A SafeLoader without aliases (a few nested aliases expand to billions of nodes), nested
-    at most `limits.max_depth`, within the import's time, whose integers too long to convert
-    are kept as markers (refused below, with their place)."""
+# libyaml's parser (PyYAML's wheels ship it) read as events, each value built as JSON has it:
+# PyYAML's pure-Python loader spent 10 s of a 4 MB document's 17 s import, its C composer
+# and constructor still 4 s; the events alone take a fraction of that.
+_YAML_PARSER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_RESOLVER = yaml.resolver.Resolver()
+_YAML_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_MERGE = "tag:yaml.org,2002:merge"
+_NO_KEY = object()
 
-    class Loader(yaml.SafeLoader):
-        depth = 0
 
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            event = self.peek_event()
-            where = f"line {event.start_mark.line + 1}, column {event.start_mark.column + 1}"
-            if self.check_event(yaml.AliasEvent):
+def _yaml_scalar(event: yaml.ScalarEvent) -> Any:
+    """A scalar as JSON has it: null, booleans and numbers by YAML's resolution rules, every
+    other tag (a date, binary) as its text; an integer too long to convert as a marker
+    (refused below, with its place)."""
+    tag = event.tag if event.tag not in (None, "!") else \
+        _YAML_RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
+    node = yaml.ScalarNode(tag, event.value)
+    if tag == "tag:yaml.org,2002:null":
+        return None
+    if tag == "tag:yaml.org,2002:bool":
+        return _YAML_CONSTRUCTOR.construct_yaml_bool(node)
+    if tag == "tag:yaml.org,2002:float":
+        return _YAML_CONSTRUCTOR.construct_yaml_float(node)
+    if tag == "tag:yaml.org,2002:int":
+        try:
+            return _YAML_CONSTRUCTOR.construct_yaml_int(node)
+        except ValueError:
+            return jsontext.OversizedInteger(digits=len(event.value.lstrip("+-").replace("_", "")))
+    return _MERGE if tag == _MERGE else event.value
+
+
+def _yaml_value(text: str, limits: ImportLimits, clock: Clock | None) -> Any:
+    """The one document of YAML `text` as JSON values (keys as text), without aliases (a few
+    nested aliases expand to billions of nodes), nested at most `limits.max_depth` (a node's
+    depth counts itself), within the import's time. Raises OpenAPIError (yaml.YAMLError for
+    what the parser itself refuses), ImportLimitExceeded."""
+    stack: list[list[Any]] = []  # [the open mapping or sequence, its pending key]
+    root: Any = None
+    documents = 0
+    for event in yaml.parse(text, Loader=_YAML_PARSER):
+        if isinstance(event, yaml.CollectionEndEvent):
+            value = stack.pop()[0]
+        elif isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise OpenAPIError(_yaml_place(event), "the YAML holds more than one document.")
+            continue
+        elif not isinstance(event, yaml.NodeEvent):
+            continue
+        else:
+            where = _yaml_place(event)
+            if isinstance(event, yaml.AliasEvent):
                 raise OpenAPIError(where, "YAML aliases (*name) are not accepted; write the value out.")
             if clock is not None:
                 clock.check(where, every=_CLOCK_EVERY)
-            self.depth += 1
-            if self.depth > limits.max_depth:
+            if len(stack) + 1 > limits.max_depth:
                 raise ImportLimitExceeded(where, too_deep(limits.max_depth))
-            try:
-                return super().compose_node(parent, index)
-            finally:
-                self.depth -= 1
+            if isinstance(event, yaml.ScalarEvent):
+                value = _yaml_scalar(event)
+            else:
+                top = stack[-1] if stack else None
+                if top is not None and isinstance(top[0], dict) and top[1] is _NO_KEY:
+                    raise OpenAPIError(where, "a mapping's keys must be scalars.")
+                stack.append([{} if isinstance(event, yaml.MappingStartEvent) else [], _NO_KEY])
+                continue
+        if not stack:
+            root = value
+            continue
+        container = stack[-1]
+        if isinstance(container[0], list):
+            container[0].append(value)
+        elif container[1] is _NO_KEY:
+            container[1] = value if value is _MERGE else _json_key(value)
+        else:
+            _yaml_put(container[0], container[1], value, where)
+            container[1] = _NO_KEY
+    return root
 
-        def construct_yaml_int(self, node: Any) -> Any:
-            try:
-                return super().construct_yaml_int(node)
-            except ValueError:
-                return jsontext.OversizedInteger(digits=len(node.value.lstrip("+-").replace("_", "")))
 
-    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
-    return Loader
+def _yaml_place(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
 
 
-def _as_json(value: Any) -> Any:
-    """YAML's values as JSON has them: keys as text, dates (and the rare binary or set) as
-    their text. Recursive: the loader bounded the nesting."""
-    if isinstance(value, dict):
-        return {_json_key(k): _as_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_as_json(v) for v in value]
-    if value is None or isinstance(value, str | int | float | jsontext.OversizedInteger):
-        return value
-    return value.isoformat() if isinstance(value, datetime.date) else str(value)
+def _yaml_put(mapping: dict[str, Any], key: Any, value: Any, where: str) -> None:
+    if key is not _MERGE:
+        mapping[key] = value
+        return
+    # `<<: {...}` (or a list of mappings): their keys, where the mapping has none of its own.
+    for merged in value if isinstance(value, list) else [value]:
+        if not isinstance(merged, dict):
+            raise OpenAPIError(where, "a merge key (<<) takes a mapping or a list of mappings.")
+        for k, v in merged.items():
+            mapping.setdefault(k, v)
 
 
 def _json_key(key: Any) -> str:
@@ -159,12 +209,14 @@ def _loaded(text: str, limits: ImportLimits, clock: Clock | None) -> Any:
     except ValueError:
         pass
     try:
-        raw = yaml.load(text, Loader=_yaml_loader(limits, clock))  # noqa: S506 - a SafeLoader
+        return _yaml_value(text, limits, clock)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
+        if "maximum nesting depth" in str(getattr(exc, "problem", "")):
+            # libyaml's scanner reads a flow collection ahead of the events that count it.
+            raise ImportLimitExceeded(where, too_deep(limits.max_depth)) from None
         raise OpenAPIError(where, f"neither JSON nor YAML ({getattr(exc, 'problem', exc)}).") from None
-    return _as_json(raw)
 
 
 def parse_document(text: str | bytes, *, limits: ImportLimits | None = None,
@@ -188,7 +240,10 @@ def parse_document(text: str | bytes, *, limits: ImportLimits | None = None,
     version = raw.get("openapi")
     if not isinstance(version, str) or not re.match(r"^3\.[01]\.\d+", version):
         found = f"swagger {raw['swagger']}" if "swagger" in raw else f"openapi {version!r}"
-        raise OpenAPIError("/openapi", f"ToolHub imports OpenAPI 3.0 and 3.1, this is {found}.")
+        # No kept Python library converts 2.0 (docs/operations.md, "Importing big documents").
+        convert = " Convert it to OpenAPI 3.0 first (`npx swagger2openapi swagger.json -o openapi.json`) " \
+            "and import the result." if "swagger" in raw else ""
+        raise OpenAPIError("/openapi", f"ToolHub imports OpenAPI 3.0 and 3.1, this is {found}.{convert}")
     info = raw.get("info")
     if not isinstance(info, dict):
         info = {}

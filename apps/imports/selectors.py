@@ -3,6 +3,7 @@ tool was imported into before."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,16 +106,21 @@ def _mcp_imported_latest(*, tenant: Tenant, upstream: str, keys: list[str]) -> d
         .values_list("source__key", "tool_id")
     ):
         made_from.setdefault(str(key), tool_id)
+    latest = versions_latest(tool_ids=made_from.values())
+    return {key: latest[tool_id] for key, tool_id in made_from.items()}
+
+
+def versions_latest(*, tool_ids: Iterable[int]) -> dict[int, ToolVersion]:
+    """version_latest of each tool of `tool_ids`, in one query."""
     # The highest number per tool by a subquery: DISTINCT ON is PostgreSQL's only, and
     # `make run` serves SQLite.
     highest = ToolVersion.objects.filter(tool_id=OuterRef("tool_id")).order_by("-number").values("number")[:1]
-    latest = {
+    return {
         version.tool_id: version
         for version in ToolVersion.objects.filter(
-            tool_id__in=set(made_from.values()), number=Subquery(highest)
+            tool_id__in=set(tool_ids), number=Subquery(highest)
         ).select_related("tool")
     }
-    return {key: latest[tool_id] for key, tool_id in made_from.items()}
 
 
 def versions_imported_from(

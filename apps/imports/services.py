@@ -1,5 +1,5 @@
-"""Writes of the imports app: an OpenAPI document's operations, or the tools an MCP server
-lists, as draft tool versions.
+"""Writes of the imports app: an OpenAPI document's operations as draft tool versions, and
+what the MCP import (mcp_services.py) shares with it: results, names, publishing, grants.
 
 An import is one transaction: every operation (or tool) becomes a tool with a draft (or, on
 a re-import, a new draft only where the document or listing changed), and `--publish` and
@@ -12,18 +12,19 @@ has its own audit event; the import itself adds one more.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.catalog.bulk import tools_create_with_drafts, versions_publish
 from apps.catalog.lint import Finding
-from apps.catalog.models import Tool, ToolVersion, VersionStatus
-from apps.catalog.services import tool_save, version_create_draft, version_publish
-from apps.common.jsontext import printable
+from apps.catalog.models import ToolVersion, VersionStatus
+from apps.catalog.services import version_create_draft
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
 from apps.upstreams.models import Upstream, UpstreamKind
@@ -32,9 +33,7 @@ from apps.upstreams.services import upstream_save
 
 from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, Draft, draft_of
 from .errors import ImportRefused, Unsupported
-from .limits import Clock, ImportLimitExceeded, ImportLimits
-from .mcp_tools import EXECUTOR as MCP_EXECUTOR
-from .mcp_tools import definition_digest, draft_of_tool, hints_note
+from .limits import Clock, ImportLimits
 from .names import tool_name
 from .openapi import (
     Document,
@@ -44,8 +43,13 @@ from .openapi import (
     first_server_url,
     parse_document,
 )
+from .removed import RemovedOperation, removed_operations, removed_operations_deprecate
 from .review import with_findings
-from .selectors import mcp_tool_definitions, tool_names_taken, version_latest, versions_imported_from
+from .selectors import (
+    tool_names_taken,
+    versions_imported_from,
+    versions_latest,
+)
 
 NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
 
@@ -84,6 +88,13 @@ class ImportReport:
     title: str
     results: tuple[OperationResult, ...]
     granted: tuple[str, ...] = ()
+    # Tools imported before from operations the document no longer has (a whole-document
+    # re-import only), deprecated with `deprecate_removed`.
+    removed: tuple[RemovedOperation, ...] = ()
+
+
+# Told (operations done, operations in all) as an import goes.
+Progress = Callable[[int, int], None]
 
 
 def ensure_upstream(*, tenant: Tenant, name: str, base_url: str | None, credential_name: str | None,
@@ -132,6 +143,8 @@ def openapi_import(
     operation_ids: Sequence[str] | None = None,
     publish: bool = False,
     grant_agents: Sequence[str] = (),
+    deprecate_removed: bool = False,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Import the operations of an OpenAPI 3.0/3.1 document (all, or `operation_ids`) into
     `tenant`'s catalog as drafts calling `upstream` (created from `base_url`, else the
@@ -141,11 +154,15 @@ def openapi_import(
     a draft; an operation imported before gets a new draft only when what the tool is made
     of changed in the document, starting from the tool's latest version (a curator's
     other edits kept). With `publish`, the drafts made are published; with `grant_agents`,
-    those agents are granted every imported tool. Writes tools, versions, grants and their
-    audit events, and one `openapi.import` event (none when nothing changed). Raises
-    ImportRefused (OpenAPIError for the document, naming where) with nothing written.
+    those agents are granted every imported tool. An import of the whole document lists the
+    tools imported before from operations it no longer has; with `deprecate_removed`, their
+    published versions are deprecated. `progress` is told after each operation. Writes tools,
+    versions, grants and their audit events, and one `openapi.import` event (none when nothing
+    changed). Raises ImportRefused (OpenAPIError for the document, naming where,
+    ImportLimitExceeded past a limit) with nothing written.
     """
     limits = ImportLimits.from_settings()
+    limits.check_document_size(len(document_text))
     clock = Clock(limits)
     document = parse_document(document_text, limits=limits, clock=clock)
     operations = document_operations(document, only=operation_ids, limits=limits, clock=clock)
@@ -156,9 +173,14 @@ def openapi_import(
             tenant=tenant, name=upstream, base_url=base_url, credential_name=credential, actor=actor
         )
         known = _Known.of(tenant, upstream, operations, kind="openapi")
-        results = [
-            _import_operation(tenant, document, op, upstream, actor, known, clock) for op in operations
-        ]
+        results = []
+        for op in operations:
+            results.append(_import_operation(tenant, document, op, upstream, actor, known, clock))
+            if progress is not None:
+                progress(len(results), len(operations))
+        results = _write_new(tenant, results, known.new, actor)
+        removed = _removed(tenant, upstream, operations, actor, whole=not operation_ids,
+                           deprecate=deprecate_removed)
         if publish:
             _publish_drafts(results, actor, clock, by="OpenAPI import", what="Operation")
         granted = _grant(tenant, agents, results, actor)
@@ -167,10 +189,25 @@ def openapi_import(
             audit_record(
                 tenant_id=tenant.pk, actor=actor, action="openapi.import", target=tenant,
                 data={"upstream": upstream, "document": document.title, "fetched_from": fetched_from or "",
-                      "results": {r.key: r.summary for r in results}, "granted": list(granted)},
+                      "results": {r.key: r.summary for r in results}, "granted": list(granted),
+                      "removed": [r.key for r in removed]},
             )
     return ImportReport(upstream=upstream, base_url=base_url, title=document.title, results=tuple(results),
-                        granted=granted)
+                        granted=granted, removed=tuple(removed))
+
+
+def _removed(tenant: Tenant, upstream: str, operations: Sequence[Operation | tuple[str, str, str]],
+             actor: str, *, whole: bool, deprecate: bool) -> list[RemovedOperation]:
+    """What the document no longer has (a choice of operations says nothing of the others)."""
+    if not whole:
+        return []
+    keys = [op.key if isinstance(op, Operation) else op[0] for op in operations]
+    removed = removed_operations(tenant=tenant, upstream=upstream, keys=keys)
+    if deprecate and removed:
+        return removed_operations_deprecate(
+            tenant=tenant, upstream=upstream, removed=[r.key for r in removed], actor=actor
+        )
+    return removed
 
 
 def _agents(tenant: Tenant, names: Iterable[str]) -> list[Agent]:
@@ -203,13 +240,26 @@ class _Known:
 
     taken: set[str]
     imported: dict[str, ToolVersion]
+    # The latest version of each tool imported before, by tool id.
+    latest: dict[int, ToolVersion]
+    # The new tools an OpenAPI import makes, written together at its end (_write_new).
+    new: list[_NewTool] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, tenant: Tenant, upstream: str, keys: Iterable[Operation | tuple[str, str, str] | str], *,
            kind: str) -> _Known:
         listed = [k if isinstance(k, str) else k.key if isinstance(k, Operation) else k[0] for k in keys]
-        return cls(taken=tool_names_taken(tenant=tenant),
-                   imported=versions_imported_from(tenant=tenant, upstream=upstream, keys=listed, kind=kind))
+        imported = versions_imported_from(tenant=tenant, upstream=upstream, keys=listed, kind=kind)
+        return cls(taken=tool_names_taken(tenant=tenant), imported=imported,
+                   latest=versions_latest(tool_ids=[v.tool_id for v in imported.values()]))
+
+
+@dataclass(frozen=True)
+class _NewTool:
+    operation: Operation
+    name: str
+    summary: str
+    content: dict[str, Any]
 
 
 def _import_operation(
@@ -240,15 +290,18 @@ def _draft_operation(
     previous = known.imported.get(operation.key)
     if previous is None:
         named = tool_name(draft.name, key=operation.key, taken=known.taken)
-        tool = tool_save(tool=Tool(name=named.name, tenant=tenant, summary=draft.summary), actor=actor)
-        version = version_create_draft(
-            tool=tool, actor=actor, **draft.fields(), strict=False, executor="http", source=source,
-            changelog=f"Imported from {document.title or 'an OpenAPI document'}, operation {operation.key}.",
+        # The document's `required` as written: optional fields stay optional (strict is the
+        # curator's choice, per version).
+        content = {"strict": False, **draft.fields(), "executor": "http", "source": source,
+                   "changelog": f"Imported from {document.title or 'an OpenAPI document'}, "
+                   f"operation {operation.key}."}
+        known.new.append(
+            _NewTool(operation=operation, name=named.name, summary=draft.summary, content=content)
         )
-        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=tool.name,
-                               version=version, note=named.note)
+        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=named.name,
+                               note=named.note)
     changed = _changes(previous.source, draft, upstream)
-    latest = version_latest(tool=previous.tool)
+    latest = known.latest[previous.tool_id]
     if not changed:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=UNCHANGED,
                                tool=latest.tool.name, version=latest)
@@ -258,6 +311,22 @@ def _draft_operation(
     )
     return OperationResult(key=operation.key, pointer=operation.pointer, outcome=CHANGED,
                            tool=latest.tool.name, changed=tuple(changed), version=version)
+
+
+def _write_new(tenant: Tenant, results: list[OperationResult], new: list[_NewTool],
+               actor: str) -> list[OperationResult]:
+    """The results with the new tools and drafts written, in a few queries for all of them."""
+    try:
+        versions = iter(tools_create_with_drafts(
+            tenant_id=tenant.pk, new=[(n.name, n.summary, n.content) for n in new], actor=actor
+        ))
+    except ValidationError as error:
+        params = getattr(error, "params", None) or {"index": 0}
+        failed = new[params["index"]].operation
+        raise OpenAPIError(
+            failed.pointer, f"operation {failed.key} cannot become a draft: {' '.join(error.messages)}"
+        ) from None
+    return [replace(r, version=next(versions)) if r.outcome == NEW else r for r in results]
 
 
 def _changes(source: dict[str, Any], draft: Draft, upstream: str) -> list[str]:
@@ -292,17 +361,18 @@ def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], execu
 
 
 def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *, by: str, what: str) -> None:
-    for result in results:
-        if result.version is None or result.version.status != VersionStatus.DRAFT:
-            continue
-        clock.check(f"{what.lower()} {result.key}, publishing its draft")
-        try:
-            version_publish(version=result.version, actor=actor, note=f"Published by the {by}.")
-        except ValidationError as error:
-            raise ImportRefused(
-                f"{what} {result.key} ({result.tool}) cannot be published: {' '.join(error.messages)} "
-                "Nothing was imported; import without publishing to review the drafts."
-            ) from None
+    """Publish the drafts of `results` together (catalog.bulk: lint reads the tools beside them once)."""
+    drafts = [(r, v) for r in results if (v := r.version) is not None and v.status == VersionStatus.DRAFT]
+    clock.check(f"publishing {len(drafts)} drafts")
+    try:
+        versions_publish(versions=[v for _, v in drafts], actor=actor, note=f"Published by the {by}.")
+    except ValidationError as error:
+        params = getattr(error, "params", None) or {"index": 0}
+        failed = drafts[params["index"]][0]
+        raise ImportRefused(
+            f"{what} {failed.key} ({failed.tool}) cannot be published: {' '.join(error.messages)} "
+            "Nothing was imported; import without publishing to review the drafts."
+        ) from None
 
 
 def _grant(
@@ -319,125 +389,3 @@ def _grant(
                 grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=actor, by_platform=False)
                 granted.append(f"{agent.name} → {tool.name}")
     return tuple(granted)
-
-
-def mcp_import(
-    *,
-    tenant: Tenant,
-    upstream: str,
-    actor: str,
-    tool_names: Sequence[str] | None = None,
-    publish: bool = False,
-    grant_agents: Sequence[str] = (),
-) -> ImportReport:
-    """Import the tools the MCP server `upstream` (the tenant's or the platform's upstream of
-    kind `mcp`) lists now, all or `tool_names`: mcp_definitions_import of its `tools/list`.
-    Raises ImportRefused with nothing written, also when the server cannot be listed.
-    """
-    _, definitions = mcp_tool_definitions(tenant=tenant, upstream=upstream)
-    return mcp_definitions_import(tenant=tenant, upstream=upstream, definitions=definitions, actor=actor,
-                                  tool_names=tool_names, publish=publish, grant_agents=grant_agents)
-
-
-def mcp_definitions_import(
-    *,
-    tenant: Tenant,
-    upstream: str,
-    definitions: Sequence[dict[str, Any]],
-    actor: str,
-    tool_names: Sequence[str] | None = None,
-    publish: bool = False,
-    grant_agents: Sequence[str] = (),
-) -> ImportReport:
-    """Import tool definitions of the MCP server `upstream`, as its `tools/list` lists them,
-    all or `tool_names`, into `tenant`'s catalog as drafts of the `mcp` executor, like
-    openapi_import: a tool imported before gets a new draft only when its definition
-    changed, and each version's `source` keeps the definition and its digest. Writes tools,
-    versions, grants, their audit events and one `mcp.import` event (none when nothing
-    changed). Raises ImportRefused with nothing written.
-    """
-    found = upstream_get(tenant_id=tenant.pk, name=upstream)
-    if found is None or found.kind != UpstreamKind.MCP:
-        raise ImportRefused(f"Tenant {tenant.slug} has no MCP server upstream {upstream!r}.")
-    by_name = {str(d["name"]): d for d in definitions}
-    unknown = [name for name in tool_names or () if name not in by_name]
-    if unknown:
-        raise ImportRefused(
-            f"{upstream} lists no tool {printable(', '.join(unknown))}; it lists: "
-            f"{printable(', '.join(by_name)) or 'none'}."
-        )
-    wanted = [by_name[name] for name in dict.fromkeys(tool_names)] if tool_names else list(definitions)
-    limits = ImportLimits.from_settings()
-    if len(wanted) > limits.max_operations:
-        raise ImportLimitExceeded(
-            upstream, f"{len(wanted)} tools are chosen; an import makes drafts of at most "
-            f"{limits.max_operations} (TOOLHUB_IMPORT_MAX_OPERATIONS). Choose fewer (--tools)."
-        )
-    agents = _agents(tenant, grant_agents)
-    clock = Clock(limits)
-    # The names as they can be stored: one with a NUL is kept escaped.
-    listed = sorted(printable(name) for name in by_name)
-    with transaction.atomic():
-        known = _Known.of(tenant, upstream, [str(d["name"]) for d in wanted], kind="mcp")
-        results = []
-        for definition in wanted:
-            clock.check(f"{upstream}, tool {printable(str(definition['name']))}")
-            results.append(mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream,
-                                                 actor=actor, known=known, listed=listed, limits=limits))
-        if publish:
-            _publish_drafts(results, actor, clock, by="MCP import", what="Tool")
-        granted = _grant(tenant, agents, results, actor)
-        results = with_findings(results)
-        if granted or any(r.outcome in (NEW, CHANGED) for r in results):
-            audit_record(
-                tenant_id=tenant.pk, actor=actor, action="mcp.import", target=tenant,
-                data={"upstream": upstream, "results": {r.key: r.summary for r in results},
-                      "granted": list(granted)},
-            )
-    return ImportReport(upstream=upstream, base_url=found.base_url, title=f"the tools of {upstream}",
-                        results=tuple(results), granted=granted)
-
-
-def mcp_import_definition(
-    *, tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, why: str = "Re-imported",
-    known: _Known | None = None, listed: Sequence[str] = (), limits: ImportLimits | None = None,
-) -> OperationResult:
-    """One listed tool of `upstream` as mcp_import makes it: a new tool and draft, or for a tool
-    imported before whose definition changed, a new draft from the tool's latest version with
-    only the changed imported fields replaced (the curator's other edits kept), `why` opening
-    its changelog. The source keeps the definition, its digest and the names of the tools
-    the server `listed` with it (the drift check reports only tools added after those).
-    Writes tools, versions and their audit events; a tool ToolHub cannot call (Unsupported)
-    is SKIPPED with nothing written."""
-    key = str(definition["name"])
-    try:
-        draft = draft_of_tool(definition, upstream=upstream, limits=limits)
-    except Unsupported as exc:
-        return OperationResult(key=printable(key), pointer="", outcome=SKIPPED, reason=str(exc))
-    source = {"kind": "mcp", "upstream": upstream, "key": key, "digest": definition_digest(definition),
-              "tool": definition, **({"listed": list(listed)} if listed else {})}
-    known = known or _Known.of(tenant, upstream, [key], kind="mcp")
-    previous = known.imported.get(key)
-    if previous is None:
-        named = tool_name(draft.name, key=key, taken=known.taken)
-        tool = tool_save(tool=Tool(name=named.name, tenant=tenant, summary=draft.summary), actor=actor)
-        version = version_create_draft(
-            tool=tool, actor=actor, **draft.fields(), strict=False, executor=MCP_EXECUTOR, source=source,
-            changelog=f"Imported from the tool {key} of {upstream}. {hints_note(definition)}",
-        )
-        return OperationResult(key=key, pointer="", outcome=NEW, tool=tool.name, version=version,
-                               note=named.note)
-    latest = version_latest(tool=previous.tool)
-    if previous.source.get("digest") == source["digest"]:
-        return OperationResult(key=key, pointer="", outcome=UNCHANGED, tool=latest.tool.name, version=latest)
-    try:
-        changed = draft.changed_since(draft_of_tool(previous.source["tool"], upstream=upstream))
-    except (KeyError, TypeError, Unsupported):
-        changed = list(IMPORTED_FIELDS)
-    version = version_create_draft(
-        tool=latest.tool, actor=actor, **_content_with(latest, draft, changed, MCP_EXECUTOR), source=source,
-        changelog=f"{why} the tool {key} of {upstream}: "
-        f"{', '.join(changed) or 'its definition'} changed. {hints_note(definition)}",
-    )
-    return OperationResult(key=key, pointer="", outcome=CHANGED, tool=latest.tool.name,
-                           changed=tuple(changed) or ("definition",), version=version)

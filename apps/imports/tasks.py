@@ -1,4 +1,5 @@
-"""Beat jobs of the imports app: drift checks of MCP servers. Thin: ids in, one service call."""
+"""Tasks of the imports app: OpenAPI imports started from the admin, and the beat jobs that
+check MCP servers for drift. Thin: ids in, one service call."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from celery import shared_task
 
 from apps.upstreams.models import Upstream, UpstreamKind
 
+from .runs import RUN_TIME_LIMIT_S, openapi_import_run_execute
 from .sync import upstream_sync, upstreams_claim_due_syncs
 
 ACTOR = "beat:sync_upstreams"
@@ -28,3 +30,13 @@ def upstream_sync_task(upstream_id: int) -> int:
     if upstream is None:  # deleted, or no longer an MCP server, since it was enqueued
         return 0
     return len(upstream_sync(upstream=upstream, actor=ACTOR).recorded)
+
+
+# An import is bounded by TOOLHUB_IMPORT_MAX_SECONDS (default 120 s), which stays below the
+# soft limit. A worker that dies mid-import rolls its transaction back and the task is
+# delivered again (acks_late, reject_on_worker_lost); one killed at the hard limit leaves its
+# run "running", which the page reports as stopped (runs.run_stopped).
+@shared_task(name="imports.openapi_import", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             soft_time_limit=RUN_TIME_LIMIT_S - 60, time_limit=RUN_TIME_LIMIT_S)
+def openapi_import_task(run_id: int) -> str:
+    return openapi_import_run_execute(run_id=run_id)

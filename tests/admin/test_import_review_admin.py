@@ -15,14 +15,14 @@ from tests.imports.review_document import NOTES
 
 from .test_version_admin import _draft_form
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("imports_in_process")]
 
 PAGE = "/admin/imports/openapi/"
 
 
 def _import(client):
     upload = SimpleUploadedFile("notes.json", json.dumps(NOTES).encode(), content_type="application/json")
-    return client.post(PAGE, {"document": upload, "upstream": "notes"})
+    return client.post(PAGE, {"document": upload, "upstream": "notes"}, follow=True)
 
 
 def test_the_import_page_says_a_finding_of_every_draft_once(world, acme_staff):

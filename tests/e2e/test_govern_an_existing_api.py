@@ -142,7 +142,7 @@ def agent_api(agent: Agent) -> APIClient:
     return client
 
 
-def test_a_curator_governs_an_existing_api_and_an_agent_calls_it_every_way(orders_api):
+def test_a_curator_governs_an_existing_api_and_an_agent_calls_it_every_way(orders_api, imports_in_process):
     # given: a tenant with an agent, and its curator in the admin
     tenant = TenantFactory(slug="acme")
     bot = AgentFactory(tenant=tenant, name="support-bot")
@@ -156,7 +156,7 @@ def test_a_curator_governs_an_existing_api_and_an_agent_calls_it_every_way(order
     # and imports the API's document by its URL, with that credential
     imported = curator.post("/admin/imports/openapi/", {
         "url": f"{orders_api.url}/openapi.json", "upstream": "orders-api", "credential": "orders-key",
-    })
+    }, follow=True)
 
     # then: the key is stored encrypted, and each operation is a draft calling the new upstream
     assert stored.status_code == 302

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mcp.client.session import ClientSession
 
-from apps.imports.services import mcp_import
+from apps.imports.mcp_services import mcp_import
 from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.services import agent_key_issue
 from tests.gateway.mcp_tools import register

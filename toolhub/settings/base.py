@@ -153,8 +153,14 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # Bodies over this size answer 413 before anything is parsed (apps/common/wsgi.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("TOOLHUB_MAX_BODY_BYTES", default=1_048_576)
-# The admin's pages take uploads (an OpenAPI document of up to 5 MB, with the form around it).
-TOOLHUB_ADMIN_MAX_BODY_BYTES = env.int("TOOLHUB_ADMIN_MAX_BODY_BYTES", default=6_291_456)
+# The largest OpenAPI document an import reads (an upload, a file, a URL): today's Stripe and
+# GitHub documents are 10-15 MB.
+TOOLHUB_IMPORT_MAX_DOCUMENT_BYTES = env.int("TOOLHUB_IMPORT_MAX_DOCUMENT_BYTES", default=50 * 1024 * 1024)
+# The admin's pages take uploads (an OpenAPI document of up to the import's limit, with the
+# form around it).
+TOOLHUB_ADMIN_MAX_BODY_BYTES = env.int(
+    "TOOLHUB_ADMIN_MAX_BODY_BYTES", default=TOOLHUB_IMPORT_MAX_DOCUMENT_BYTES + 1024 * 1024
+)
 # How long a request body may take to arrive, from its headers on: a client sending it a
 # byte at a time holds a server thread, this long at most.
 TOOLHUB_BODY_READ_TIMEOUT_S = env.float("TOOLHUB_BODY_READ_TIMEOUT_S", default=10.0)
@@ -300,7 +306,8 @@ TOOLHUB_LINT_MAX_TOOLSET_TOKENS = env.int("TOOLHUB_LINT_MAX_TOOLSET_TOKENS", def
 TOOLHUB_IMPORT_MAX_DEPTH = env.int("TOOLHUB_IMPORT_MAX_DEPTH", default=64)
 TOOLHUB_IMPORT_MAX_SCHEMA_NODES = env.int("TOOLHUB_IMPORT_MAX_SCHEMA_NODES", default=10_000)
 TOOLHUB_IMPORT_MAX_IMPORT_NODES = env.int("TOOLHUB_IMPORT_MAX_IMPORT_NODES", default=1_000_000)
-TOOLHUB_IMPORT_MAX_OPERATIONS = env.int("TOOLHUB_IMPORT_MAX_OPERATIONS", default=1_000)
+# GitHub's document has 874 operations, Stripe's 468.
+TOOLHUB_IMPORT_MAX_OPERATIONS = env.int("TOOLHUB_IMPORT_MAX_OPERATIONS", default=2_000)
 TOOLHUB_IMPORT_MAX_SECONDS = env.float("TOOLHUB_IMPORT_MAX_SECONDS", default=120.0)
 # Reconciliation of unknown ledger entries: wait before each attempt; after the last, triage.
 TOOLHUB_RECONCILE_BACKOFF_S = [

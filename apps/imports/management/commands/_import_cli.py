@@ -1,11 +1,12 @@
-"""What the import commands share: their common options, the tenant they name, and the
-report they print."""
+"""What the import commands share: their common options, the tenant they name, the progress
+they show and the report they print."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from apps.imports.review import import_review
 from apps.imports.services import SKIPPED, ImportReport
@@ -49,5 +50,47 @@ def print_report(command: BaseCommand, report: ImportReport) -> None:
         command.stdout.write(line)
     for grant in report.granted:
         command.stdout.write(f"  granted {grant}")
+    if report.removed:
+        command.stdout.write("No longer in the document (the API removed them):")
+    for removed in report.removed:
+        if removed.deprecated:
+            state = "deprecated v" + ", v".join(map(str, removed.deprecated))
+        else:
+            state = "published v" + ", v".join(map(str, removed.published)) if removed.published else \
+                "nothing published"
+        command.stdout.write(f"  {removed.key}: {removed.tool} ({state})")
+    if any(r.published for r in report.removed):
+        command.stderr.write("Agents still call those published versions: deprecate them with "
+                             "--deprecate-removed.")
     if any(r.outcome == SKIPPED for r in report.results):
         command.stderr.write("Skipped ones were not imported; see why above.")
+
+
+class ProgressBar:
+    """Operations done of all, on `out`: one bar redrawn in place on a terminal, else a plain
+    line at every tenth (logs and pipes get no carriage returns)."""
+
+    WIDTH = 30
+
+    def __init__(self, out: OutputWrapper, what: str = "operations") -> None:
+        self.out = out
+        self.what = what
+        self.tty = out.isatty()
+        self._shown = 0
+        self._drawn = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.tty:
+            if done < total and time.monotonic() - self._drawn < 0.1:
+                return
+            self._drawn = time.monotonic()
+            filled = self.WIDTH * done // max(total, 1)
+            end = "\n" if done == total else ""
+            bar = f"[{'#' * filled}{'.' * (self.WIDTH - filled)}]"
+            self.out.write(f"\r{bar} {done}/{total} {self.what}{end}", ending="")
+            self.out.flush()
+            return
+        tenth = 10 * done // max(total, 1)
+        if tenth > self._shown:
+            self._shown = tenth
+            self.out.write(f"{done}/{total} {self.what} imported")

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.imports.errors import ImportRefused
-from apps.imports.services import mcp_import
+from apps.imports.mcp_services import mcp_import
 
 from ._import_cli import add_publish_and_grant, comma_list, print_report, tenant_named
 
