@@ -220,7 +220,10 @@ def mcp_upstream(port: int | None = None) -> Iterator[McpUpstream]:
     try:
         yield upstream
     finally:
-        server.should_exit = True
+        # Without waiting for open connections to close: the GET stream of a session the
+        # gateway keeps cached stays open until timeout_graceful_shutdown (a second per test)
+        # and is cut then anyway.
+        server.should_exit = server.force_exit = True
         thread.join(timeout=10)
 
 

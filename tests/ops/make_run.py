@@ -3,12 +3,16 @@ beside it: what the README's walk-throughs do in two terminals."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import httpx
 
 from tests.ops.conftest import ROOT, free_port, wait_until
 
@@ -71,7 +75,8 @@ def alive(pid: int) -> bool:
 def kill_leftovers(pids: set[int]) -> None:
     for pid in pids:
         if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # exited meanwhile
+                os.kill(pid, signal.SIGKILL)
 
 
 @dataclass
@@ -85,6 +90,10 @@ class RunningDemo:
     out: Path
     err: Path
     children: set[int] = field(default_factory=set)
+    # When the banner was seen (time.monotonic()), and the statuses of the server's /readyz
+    # and the demo MCP server's /healthz asked for right then.
+    up_since: float = 0.0
+    answered_at_banner: dict[str, int] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -108,13 +117,13 @@ class RunningDemo:
         )
 
 
-def start_make_run(tmp_path: Path, *, command: list[str] | None = None) -> RunningDemo:
-    """scripts/run.sh (or `command`) started and waited for until its banner is printed."""
+def start_make_run(tmp_path: Path) -> RunningDemo:
+    """scripts/run.sh started and waited for until its banner is printed."""
     port, mcp_port, var_dir = free_port(), free_port(), tmp_path / "var"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as stdout, open(err, "w") as stderr:
         process = subprocess.Popen(
-            command or [str(ROOT / "scripts" / "run.sh")], cwd=ROOT,
+            [str(ROOT / "scripts" / "run.sh")], cwd=ROOT,
             env=make_run_environment(var_dir, port, mcp_port),
             stdout=stdout, stderr=stderr, start_new_session=True,
         )
@@ -124,20 +133,25 @@ def start_make_run(tmp_path: Path, *, command: list[str] | None = None) -> Runni
             lambda: "AGENT_KEY=thk_" in out.read_text() or process.poll() is not None,
             timeout_s=180, what="the banner",
         )
-    except AssertionError:
-        stop_make_run(demo)
+        demo.up_since = time.monotonic()
+        assert process.poll() is None, err.read_text()[-3000:]
+        demo.answered_at_banner = {
+            "readyz": httpx.get(f"{demo.url}/readyz", timeout=5).status_code,
+            "demo MCP healthz": httpx.get(f"http://127.0.0.1:{mcp_port}/healthz", timeout=5).status_code,
+        }
+        demo.children = descendants(process.pid)
+    except BaseException:
+        kill_make_run(demo)
         raise
-    assert process.poll() is None, err.read_text()[-3000:]
-    demo.children = descendants(process.pid)
     return demo
 
 
-def stop_make_run(demo: RunningDemo) -> None:
-    """Ctrl-C as a test sends it, then whatever is left killed."""
+def kill_make_run(demo: RunningDemo) -> None:
+    """run.sh and every process below it killed at once: the end of a demo whose stop is not
+    under test (tests/ops/test_make_run_stop.py stops make run as people do), without the
+    seconds a clean stop takes."""
+    everything = demo.children | descendants(demo.process.pid)  # before run.sh is gone
     if demo.process.poll() is None:
-        demo.process.send_signal(signal.SIGINT)
-        try:
-            demo.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            demo.process.kill()
-    kill_leftovers(demo.children)
+        demo.process.kill()
+        demo.process.wait(timeout=10)
+    kill_leftovers(everything)
