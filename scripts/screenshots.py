@@ -142,22 +142,26 @@ def seed() -> ToolVersion:
     return version_save_draft(version=draft, actor="screenshots")
 
 
+def _await_port(what: str, process: subprocess.Popen[bytes], port: int) -> None:
+    for _ in range(100):
+        if process.poll() is not None:
+            sys.exit(f"The {what} exited (status {process.returncode}) before it answered on port {port}.")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    sys.exit(f"The {what} did not answer on port {port} within 20 s.")
+
+
 @contextmanager
-def serving(what: str, args: list[str], port: int, env: dict[str, str]) -> Iterator[None]:
-    """`args` running until the block ends (also on error), once it accepts connections on `port`."""
+def serving(what: str, args: list[str], port: int | None, env: dict[str, str]) -> Iterator[None]:
+    """`args` running until the block ends (also on error), once it accepts connections on `port`
+    (at once without one: a worker listens to its broker)."""
     process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):
-            if process.poll() is not None:
-                sys.exit(f"The {what} exited (status {process.returncode}) before it answered "
-                         f"on port {port}.")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            sys.exit(f"The {what} did not answer on port {port} within 20 s.")
+        if port is not None:
+            _await_port(what, process, port)
         yield
     finally:
         process.terminate()
@@ -241,6 +245,8 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.fill("#id_url", f"{base}/demo/openapi.json")
         page.fill("#id_upstream", "demo-payments")
         page.click("input[type=submit]")
+        # the worker imports it; the run's page reloads itself until the report is there
+        page.wait_for_selector("#import-results", timeout=60_000)
         page.screenshot(path=str(ROOT / "docs/admin-openapi-import.png"), full_page=True)
         # write-only: kind, who changed it and when, the last four characters; never the value
         page.goto(f"{base}/admin/upstreams/credential/")
@@ -264,12 +270,18 @@ def main() -> None:
            "DEMO_SHIPPING_API_KEY": settings.TOOLHUB_SECRETS["DEMO_SHIPPING_API_KEY"]}
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as state_dir:
+        # The web server and the worker share a filesystem broker of their own: a `make run`'s
+        # worker, reading var/broker, must not take this database's import.
+        env["TOOLHUB_VAR_DIR"] = state_dir
+        for folder in ("broker", "broker-processed", "broker-control"):
+            (Path(state_dir) / folder).mkdir()
         mcp_server = [sys.executable, "-m", "apps.demo_shop.shipping", "--port", str(MCP_PORT),
                       "--state", str(Path(state_dir) / "demo-shipping.json")]
         web_server = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload",
                       "--insecure"]
+        worker = [sys.executable, "-m", "celery", "-A", "toolhub", "--quiet", "worker", "--concurrency", "1"]
         with serving("demo MCP server", mcp_server, MCP_PORT, env), \
-                serving("web server", web_server, port, env):
+                serving("web server", web_server, port, env), serving("worker", worker, None, env):
             shoot_mcp_import(base, shipping.pk)
             make_drift()
             shoot(base, draft)
