@@ -344,3 +344,19 @@ def test_a_form_body_of_an_argument_that_is_not_an_object_is_refused():
         request_parts(config, {"v": "text"}, idempotency_key=None)
 
     assert [d.path for d in refused.value.details] == ["/v"]
+
+
+@pytest.mark.parametrize("key", ["", "a[b]", "x]"])
+def test_a_key_the_bracket_notation_cannot_carry_is_refused_naming_its_field(key):
+    # Stripe's metadata map: `metadata[]=v` would read as an array, `metadata[a[b]]` as nesting
+    form = {"url": "https://api.stripe.test", "path": "/v1/customers",
+            "body_media_type": "application/x-www-form-urlencoded"}
+    query = {"url": "https://api.stripe.test", "method": "GET", "path": "/v1/charges", "query": ["created"],
+             "serialization": {"created": {"style": "deepObject", "explode": True}}}
+
+    for config, name in ((form, "metadata"), (query, "created")):
+        with pytest.raises(InvalidArgsError) as refused:
+            request_parts(config, {name: {"ok": "1", key: "v"}}, idempotency_key=None)
+
+        assert [d.path for d in refused.value.details] == [f"/{name}"]
+        assert f"has the key {key!r}" in refused.value.message

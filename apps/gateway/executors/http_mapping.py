@@ -31,6 +31,7 @@ from .http_bodies import BodyShapeError, encoded_body
 from .serialization import (
     SCALARS,
     Style,
+    UnwritableKey,
     cookie_pairs,
     header_text,
     path_text,
@@ -124,7 +125,10 @@ def _body(config: Mapping[str, Any], arguments: Mapping[str, Any]) -> tuple[byte
                            f"Give {name} as an object of named fields.") from None
     else:
         return None, None
-    return encoded_body(media_type, without_nulls(fields, keep), encoding)
+    try:
+        return encoded_body(media_type, without_nulls(fields, keep), encoding)
+    except UnwritableKey as exc:
+        raise _unwritable(exc.field, exc) from None
 
 
 def status_parts(config: Mapping[str, Any], *, idempotency_key: str) -> RequestParts:
@@ -204,7 +208,14 @@ def _query_pairs(name: str, value: Any, rule: Mapping[str, Any] | None) -> list[
     """Without a `serialization` entry, as before: arrays repeated, objects as JSON text."""
     if rule is None:
         return query_pairs(name, text(value) if isinstance(value, Mapping) else value, Style("form", True))
-    return query_pairs(str(rule.get("name", name)), value, Style.of(rule, "query"))
+    try:
+        return query_pairs(str(rule.get("name", name)), value, Style.of(rule, "query"))
+    except UnwritableKey as exc:
+        raise _unwritable(name, exc) from None
+
+
+def _unwritable(name: str, exc: UnwritableKey) -> InvalidArgsError:
+    return _refused(name, str(exc), f"Leave out that key of {name}, or rename it.")
 
 
 def _header_value(header: str, name: str, value: Any, rule: Mapping[str, Any] | None) -> str:

@@ -30,6 +30,16 @@ _RESERVED_KEPT = ":/?[]@!$'()*,;"
 _DELIMITERS = {"form": ",", "spaceDelimited": "%20", "pipeDelimited": "|"}
 
 
+class UnwritableKey(ValueError):
+    """An object's key the bracket notation cannot carry: empty (`metadata[]` reads as an
+    array) or holding a bracket (`a[b]` reads as nesting)."""
+
+    def __init__(self, key: str, prefix: str) -> None:
+        super().__init__(f"has the key {key!r} (in {prefix}), which the bracket notation cannot carry: "
+                         "a key must not be empty nor hold '[' or ']'")
+        self.field = prefix.split("[", 1)[0]  # the top-level name the key is under
+
+
 @dataclass(frozen=True)
 class Style:
     """One argument's style (a `serialization` entry, or a body property's `body_encoding`)."""
@@ -133,8 +143,11 @@ def query_pairs(wire_name: str, value: Any, style: Style) -> list[tuple[str, str
 
 def bracket_pairs(prefix: str, value: Any) -> list[tuple[str, str]]:
     """Stripe's bracket notation (deepObject, nested): `metadata[order_id]`, arrays of scalars
-    `expand[]`, arrays of objects by index `items[0][price]`. Unencoded."""
+    `expand[]`, arrays of objects by index `items[0][price]`. Unencoded. Raises UnwritableKey."""
     if isinstance(value, Mapping):
+        for key in value:
+            if not key or "[" in key or "]" in key:
+                raise UnwritableKey(key, prefix)
         return [pair for key, member in value.items() for pair in bracket_pairs(f"{prefix}[{key}]", member)]
     if isinstance(value, list):
         if all(isinstance(item, SCALARS) for item in value):
