@@ -21,6 +21,8 @@ from apps.catalog.selectors import versions_findings
 # least MIN_COMMON_DRAFTS do (two drafts alike are no pattern).
 COMMON_SHARE = 0.5
 MIN_COMMON_DRAFTS = 3
+# Tools a command names for one import-wide finding.
+LISTED_TOOLS = 12
 
 
 class Reviewed(Protocol):
@@ -82,9 +84,16 @@ class ImportReview:
             return []
         return ["Findings of most drafts of this import (said once here; each draft's page lists them):"] + [
             f"  {c.severity} {c.code} on {c.count} of {c.of} drafts: {c.fix}\n"
-            f"      {', '.join(c.tools)}"
+            f"      {_some(c.tools)}"
             for c in self.common
         ]
+
+
+def _some(tools: tuple[str, ...]) -> str:
+    """The first tools by name, and how many more: a line a terminal shows whole (the admin's
+    page lists them all, folded)."""
+    shown = ", ".join(tools[:LISTED_TOOLS])
+    return f"{shown} and {len(tools) - LISTED_TOOLS} more" if len(tools) > LISTED_TOOLS else shown
 
 
 def import_review(results: Iterable[Any]) -> ImportReview:

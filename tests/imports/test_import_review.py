@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from apps.catalog.models import ToolVersion
 from apps.catalog.selectors import version_findings
-from apps.imports.review import import_review
+from apps.imports.review import CommonFinding, ImportReview, import_review
 from apps.imports.services import openapi_import
 from tests.factories import TenantFactory
 
@@ -67,3 +67,14 @@ def test_findings_of_few_drafts_and_errors_are_never_grouped(tenant):
     assert review.common == ()  # two drafts are no pattern
     by_tool = {r.tool: review.own(r) for r in report.results}
     assert ("error", "identity-not-bound") in {(f.severity, f.code) for f in by_tool["list_notes"]}
+
+
+def test_the_command_names_the_first_tools_of_a_finding_and_counts_the_rest():
+    tools = tuple(f"tool_{n:02}" for n in range(30))
+    common = CommonFinding(severity="warning", code="description-without-when-not", why="…",
+                           fix="Add a sentence like 'Do not use it to …'.", tools=tools, of=30)
+
+    [_, line] = ImportReview(common=(common,)).lines()
+
+    assert line.endswith("tool_00, tool_01, tool_02, tool_03, tool_04, tool_05, tool_06, tool_07, "
+                         "tool_08, tool_09, tool_10, tool_11 and 18 more")
