@@ -12,21 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.common.catalog_generation import catalog_changed
 from apps.imports.errors import ImportRefused
-from apps.imports.openapi import Document, first_server_url
 from apps.imports.services import SKIPPED, OperationResult, openapi_import
 from apps.tenancy.models import Agent, Tenant
 from apps.tenancy.services import agent_key_issue
 
 from .arguments import NotGenerated, generate_arguments
+from .documents import load_document, server_path
 from .upstream import Check, ValidatingUpstream
-from .validation import HTTP_METHODS, DocumentValidator, server_path
+from .validation import HTTP_METHODS, DocumentValidator
 
 ACTOR = "conformance"
 UPSTREAM = "conformance"
@@ -69,19 +68,6 @@ class RunOptions:
     budget_s: float = 2.0
 
 
-def load_document(path: Path) -> dict[str, Any]:
-    """The document as data (JSON, or YAML with libyaml's loader when there is one: Stripe's
-    4 MB parse in seconds instead of a minute)."""
-    text = path.read_bytes()
-    if path.suffix == ".json":
-        loaded = json.loads(text)
-    else:
-        loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    if not isinstance(loaded, dict):
-        raise ValueError(f"{path.name} is not an OpenAPI document (not an object).")
-    return loaded
-
-
 def operation_count(content: dict[str, Any]) -> int:
     """The operations the document declares, whatever ToolHub makes of them."""
     paths = content.get("paths") or {}
@@ -100,7 +86,7 @@ def run_document(
     result.operations = operation_count(content)
     tenant = Tenant.objects.create(slug=slug, name=f"Conformance: {path.name}")
     agent = Agent.objects.create(tenant=tenant, name="conformance-agent")
-    base_path = server_path(first_server_url(Document(openapi="", title="", version="", content=content)))
+    base_path = server_path(content)
     try:
         report = openapi_import(
             tenant=tenant, document_text=path.read_bytes(), upstream=UPSTREAM, actor=ACTOR,

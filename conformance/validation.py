@@ -79,11 +79,6 @@ def _cookies(header: str) -> Iterable[tuple[str, str]]:
             yield name, value
 
 
-def server_path(base_url: str | None) -> str:
-    """The path of the document's first server (`/v1` of https://api.example.com/v1)."""
-    return urlsplit(base_url or "").path.rstrip("/")
-
-
 def _without_servers(content: Mapping[str, Any], base_path: str) -> dict[str, Any]:
     """The document with one server, at PLACEHOLDER_HOST + `base_path`, and no path- or
     operation-level servers; shallow copies, the schemas shared with `content`."""
