@@ -186,7 +186,7 @@ def test_the_credential_reaches_the_upstream_and_nothing_else(orders_api, caplog
     # then: the calls ended as each path says, and the reconciler settled the unknown writes
     kinds = [r.json().get("kind") for r in responses[:14:2]]
     assert kinds == [None, "not_found", "upstream_error", None, "business_rule", "upstream_error", "timeout"]
-    assert "(The key [redacted] is not valid here.)" in responses[4].json()["message"]
+    assert '"The key [redacted] is not valid here."' in responses[4].json()["message"]
     assert settled == [LedgerState.FAILED, LedgerState.COMMITTED]
     assert [responses[n].json().get("kind") for n in (16, 18, 19)] == ["forbidden", None, "forbidden"]
     assert all(r.status_code in (200, 204) for r in responses)
