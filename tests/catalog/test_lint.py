@@ -96,6 +96,73 @@ def test_objects_must_forbid_extra_properties_even_nested():
     assert 'Add "additionalProperties": false' in extra[0].fix
 
 
+IMPORTED = {"kind": "openapi", "upstream": "shop", "key": "op", "pointer": "/paths/~1x/post"}
+
+
+def open_objects(node: dict, **changes) -> list[tuple[str, str, str]]:
+    """(code, severity, field) of the findings about objects open to extra keys, for a
+    `metadata` argument of schema `node`."""
+    findings = lint_tool(definition(parameters=schema({"metadata": {**node, "description": "Labels."}}),
+                                    **changes))
+    return [(f.code, f.severity, f.field) for f in findings if f.code in ("extra-properties-allowed",
+                                                                          "free-form-map")]
+
+
+@pytest.mark.parametrize("values", [
+    {"type": "string"},  # Stripe's metadata
+    {"anyOf": [{"type": "string"}, {"type": "number"}]},
+    schema({"amount": {"type": "integer", "description": "Cents."}}),  # Stripe's currency_options
+])
+@pytest.mark.parametrize("source", [{}, IMPORTED])
+def test_a_map_whose_values_have_a_schema_is_no_finding(values, source):
+    # its keys are data: there is no field name to misspell
+    assert open_objects({"type": "object", "additionalProperties": values}, source=source) == []
+
+
+def test_the_values_of_a_map_are_objects_checked_like_any_other():
+    values = {"type": "object", "properties": {"amount": {"type": "integer", "description": "Cents."}}}
+
+    assert open_objects({"type": "object", "additionalProperties": values}) == [
+        ("extra-properties-allowed", "error", "parameters/properties/metadata/additionalProperties"),
+    ]
+
+
+@pytest.mark.parametrize("values", [True, {}, {"description": "Anything."}])
+@pytest.mark.parametrize("source", [{}, IMPORTED])
+def test_a_map_of_any_values_is_a_warning_naming_that_any_key_is_accepted(values, source):
+    findings = [f for f in lint_tool(definition(parameters=schema({"payload": {
+        "type": "object", "additionalProperties": values, "description": "Sent as is."}}), source=source))
+        if f.code == "free-form-map"]
+
+    assert [(f.severity, f.field) for f in findings] == [("warning", "parameters/properties/payload")]
+    assert "accepts any key with any value" in findings[0].why
+    assert "additionalProperties" in findings[0].fix
+
+
+def test_a_bare_object_is_an_error_written_by_hand_and_a_warning_when_a_document_says_so():
+    # by hand, most often fields not listed; an import's is the API's free-form value (Twilio's AddOnsData)
+    assert open_objects({"type": "object"}) == [
+        ("extra-properties-allowed", "error", "parameters/properties/metadata"),
+    ]
+    assert open_objects({"type": "object"}, source=IMPORTED) == [
+        ("free-form-map", "warning", "parameters/properties/metadata"),
+    ]
+
+
+@pytest.mark.parametrize("source", [{}, IMPORTED])
+def test_properties_beside_a_schema_for_the_others_or_arguments_as_a_map_are_errors(source):
+    # a misspelled listed field is accepted as one of the others
+    beside = {"type": "object", "properties": {"id": {"type": "string", "description": "Id."}},
+              "additionalProperties": {"type": "string"}}
+    as_map = {"type": "object", "additionalProperties": {"type": "string"}}
+
+    assert open_objects(beside, source=source) == [
+        ("extra-properties-allowed", "error", "parameters/properties/metadata"),
+    ]
+    assert [(f.code, f.field) for f in lint_tool(definition(parameters=as_map, source=source))
+            if f.is_error] == [("extra-properties-allowed", "parameters")]
+
+
 def test_optional_fields_in_a_strict_tool_are_errors_but_not_in_a_loose_one():
     loose_schema = {**schema({"query": {"type": "string", "description": "x"},
                               "limit": {"type": "integer", "description": "At most 100."}}),

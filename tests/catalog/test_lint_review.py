@@ -61,6 +61,31 @@ def test_an_allof_of_closed_objects_with_optional_properties_accepts_none_of_the
     assert "No valid arguments can hold a, b" in findings[0].why
 
 
+def test_an_allof_of_closed_objects_inside_a_property_is_named_there():
+    # Asana's own shape: the task's fields are in `data`
+    task = {"allOf": [closed({"name": {"type": "string", "description": "Name."}}, []),
+                      closed({"notes": {"type": "string", "description": "Notes."}}, [])],
+            "description": "Task."}
+    findings = [f for f in lint_tool(ToolDefinition(name="t", description=DESCRIPTION,
+                                                    parameters=closed({"data": task})))
+                if f.code == "unsatisfiable-schema"]
+
+    assert [(f.severity, f.field) for f in findings] == [("error", "parameters/properties/data/allOf")]
+    assert "No valid value of 'data' can hold name, notes" in findings[0].why
+
+
+def test_an_allof_of_closed_objects_as_an_arrays_items_is_named_there():
+    # only [] passes: an empty array hides that no item is valid
+    item = {"allOf": [closed({"name": {"type": "string", "description": "Name."}}, []),
+                      closed({"notes": {"type": "string", "description": "Notes."}}, [])]}
+    findings = [f for f in lint_tool(ToolDefinition(name="t", description=DESCRIPTION, parameters=closed({
+        "tasks": {"type": "array", "items": item, "description": "Tasks."}})))
+        if f.code == "unsatisfiable-schema"]
+
+    assert [(f.severity, f.field) for f in findings] == [("error", "parameters/properties/tasks/items/allOf")]
+    assert "No valid value of 'tasks[]' can hold name, notes" in findings[0].why
+
+
 @pytest.mark.parametrize("node", [
     {"type": "integer", "minimum": 5, "maximum": 1, "description": "Count."},
     {"type": "string", "enum": [1, 2], "description": "Kind."},
@@ -97,10 +122,15 @@ def test_a_satisfiable_schema_with_patterns_formats_and_nulls_has_no_such_findin
 
 
 @pytest.mark.django_db
-def test_publishing_is_refused_while_no_value_satisfies_the_schema():
-    draft = ToolVersionFactory(tool=ToolFactory(name="lookup"), number=1, parameters=closed({
-        "n": {"type": "integer", "minimum": 5, "maximum": 1, "description": "Count."},
-    }))
+@pytest.mark.parametrize("parameters", [
+    closed({"n": {"type": "integer", "minimum": 5, "maximum": 1, "description": "Count."}}),
+    # Asana's create_task, written by hand
+    closed({"data": {"allOf": [closed({"name": {"type": "string", "description": "Name."}}, []),
+                               closed({"workspace": {"type": "string", "description": "Workspace."}}, [])],
+                     "description": "The task."}}),
+])
+def test_publishing_is_refused_while_no_value_satisfies_the_schema(parameters):
+    draft = ToolVersionFactory(tool=ToolFactory(name="lookup"), number=1, parameters=parameters)
 
     with pytest.raises(ValidationError, match="lookup v1 cannot be published: lint found 1 error"):
         version_publish(version=draft, actor="curator")

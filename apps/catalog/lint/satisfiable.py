@@ -94,8 +94,9 @@ def _culprits(schema: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def _requiring_all(schema: Any) -> Any:
-    """`schema` with every object along its properties and items requiring all its properties:
-    unsatisfiable when some property, even an optional one, can hold no value."""
+    """`schema` with every object along its properties and items requiring all its properties,
+    and every array at least one item: unsatisfiable when some property, even an optional one,
+    or some array's item can hold no value (an empty array would hide it)."""
     if not isinstance(schema, Mapping):
         return schema
     copied = dict(schema)
@@ -104,17 +105,23 @@ def _requiring_all(schema: Any) -> Any:
         copied["required"] = sorted({*(schema.get("required") or ()), *schema["properties"]})
     if isinstance(schema.get("items"), Mapping):
         copied["items"] = _requiring_all(schema["items"])
+        least = schema.get("minItems")
+        copied["minItems"] = max(1, least) if isinstance(least, int) else 1
     if isinstance(schema.get("allOf"), list):
         copied["allOf"] = [_requiring_all(branch) for branch in schema["allOf"]]
     return copied
 
 
-def _never_accepted(schema: Mapping[str, Any]) -> list[str]:
-    """Top-level properties an `allOf` names that no valid arguments can hold: each closed
-    branch forbids the others' (the arguments are valid only while they leave them out)."""
-    branches = [b for b in schema.get("allOf") or () if isinstance(b, Mapping)]
-    names = dict.fromkeys(name for node in (schema, *branches) for name in node.get("properties") or {})
-    return [name for name in names if unsatisfiable({"allOf": [schema, {"required": [name]}]})]
+def _never_accepted(schema: Mapping[str, Any]) -> Iterator[tuple[str, list[str]]]:
+    """The properties an `allOf` names that no valid value of its object can hold (each closed
+    branch forbids the others': the value is valid only while it leaves them out), for every
+    `allOf` along the properties and items (Asana's is in the `data` property), with its path."""
+    for path, node in _nodes(schema):
+        branches = [b for b in node.get("allOf") or () if isinstance(b, Mapping)]
+        names = dict.fromkeys(name for part in (node, *branches) if branches
+                              for name in part.get("properties") or {})
+        if never := [name for name in names if unsatisfiable({"allOf": [node, {"required": [name]}]})]:
+            yield path, never
 
 
 def check_satisfiable(tool: ToolDefinition) -> Iterable[Finding]:
@@ -142,10 +149,13 @@ def check_satisfiable(tool: ToolDefinition) -> Iterable[Finding]:
             "Relax the parameters schema so that the arguments the API takes pass (e.g. merge the allOf "
             "into one object listing every property).",
         )
-    elif not whole and not culprits and (never := _never_accepted(schema)):
-        yield Finding(
-            ERROR, "unsatisfiable-schema", "parameters/allOf",
-            f"No valid arguments can hold {', '.join(never)}: the allOf's closed objects each forbid the "
-            "others' properties, so a call that gives one is always refused.",
-            "Merge the allOf into one object listing every property (additionalProperties: false on it).",
-        )
+    elif not whole and not culprits:
+        for path, never in _never_accepted(schema):
+            # the property's name, "tasks[]" for the items of tasks
+            which = f"value of '{path.replace('/items', '[]').rsplit('/', 1)[-1]}'" if path else "arguments"
+            yield Finding(
+                ERROR, "unsatisfiable-schema", f"parameters{path}/allOf",
+                f"No valid {which} can hold {', '.join(never)}: the allOf's closed objects each forbid "
+                "the others' properties, so a call that gives one is always refused.",
+                "Merge the allOf into one object listing every property (additionalProperties: false on it).",
+            )

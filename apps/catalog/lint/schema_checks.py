@@ -54,6 +54,8 @@ def objects_in(schema: Any, path: str) -> Iterable[tuple[str, Mapping[str, Any]]
         yield path, schema
     for name, sub in (schema.get("properties") or {}).items():
         yield from objects_in(sub, f"{path}/properties/{name}")
+    if isinstance(schema.get("additionalProperties"), Mapping):  # a map's values
+        yield from objects_in(schema["additionalProperties"], f"{path}/additionalProperties")
     if isinstance(schema.get("items"), Mapping):
         yield from objects_in(schema["items"], f"{path}/items")
     for key in ("$defs", "definitions"):
@@ -61,15 +63,50 @@ def objects_in(schema: Any, path: str) -> Iterable[tuple[str, Mapping[str, Any]]
             yield from objects_in(sub, f"{path}/{key}/{name}")
 
 
+# Keywords that say what a value is for without constraining it.
+_ANNOTATIONS = frozenset({"description", "title", "examples", "default", "$comment", "deprecated", "readOnly",
+                          "writeOnly"})
+
+
+def _open_object(tool: ToolDefinition, path: str, node: Mapping[str, Any]) -> Iterable[Finding]:
+    """An object whose additionalProperties is not false. With properties (and always as the
+    arguments themselves) a misspelled field is accepted and ignored. Without properties it is
+    a map whose keys are data (Stripe's `metadata`): no field name to misspell, so a map whose
+    values have a schema is fine, and one whose values are unconstrained is a warning."""
+    values = node.get("additionalProperties", True)
+    if "properties" in node or path == "parameters":
+        yield Finding(
+            ERROR, "extra-properties-allowed", path,
+            "Without additionalProperties: false a misspelled or invented field is silently accepted "
+            "and ignored, so the call means something other than the model thinks.",
+            'Add "additionalProperties": false to this object.',
+        )
+    elif isinstance(values, Mapping) and set(values) - _ANNOTATIONS:
+        return
+    # A bare {"type": "object"} written by hand is most often an object whose fields were not
+    # listed; an import's is the document's own free-form value (Twilio's AddOnsData).
+    elif "additionalProperties" not in node and not tool.imported:
+        yield Finding(
+            ERROR, "extra-properties-allowed", path,
+            "This object lists no properties and does not say what else it takes: any field is "
+            "accepted, a misspelled one included, and the model learns none of their names.",
+            'List its properties and add "additionalProperties": false; if its keys are data (a map such as '
+            'metadata), give the schema of its values in additionalProperties, e.g. {"type": "string"}.',
+        )
+    else:
+        yield Finding(
+            WARNING, "free-form-map", path,
+            "This object accepts any key with any value: the model learns its shape only from the "
+            "description, and whatever it sends goes to the upstream as it is.",
+            'Give the schema of its values in additionalProperties (e.g. {"type": "string"}), or list its '
+            'properties with "additionalProperties": false if the API documents them.',
+        )
+
+
 def check_objects(tool: ToolDefinition) -> Iterable[Finding]:
     for path, node in objects_in(tool.parameters, "parameters"):
         if node.get("additionalProperties") is not False:
-            yield Finding(
-                ERROR, "extra-properties-allowed", path,
-                "Without additionalProperties: false a misspelled or invented field is silently accepted "
-                "and ignored, so the call means something other than the model thinks.",
-                'Add "additionalProperties": false to this object.',
-            )
+            yield from _open_object(tool, path, node)
         if tool.strict:
             required = set(node.get("required") or ())
             optional = [name for name in node.get("properties") or {} if name not in required]
