@@ -5,7 +5,9 @@
   strict unless a curator makes it so), `additionalProperties: false` on every object
   with properties; enums and `oneOf` kept; OpenAPI 3.0's `nullable` and 3.1's
   `type: [.., "null"]` both become a type admitting null, and nothing else admits null;
-  formats kept, with a pattern where RE2 matches them (apps/catalog/patterns.py);
+  formats kept, with a pattern where RE2 matches them (apps/catalog/patterns.py); a
+  string path parameter, and a query, header or cookie one without `allowEmptyValue`,
+  with `minLength: 1` (wire.non_empty);
 - the request mapping of the http executor (docs/http-tools.md): method, path template,
   query parameters, headers, cookies, each parameter's serialization where the document
   asks for one (wire.py), the body by media type (JSON preferred, a form with its encoding
@@ -19,9 +21,11 @@ like a parameter elsewhere, gets its location as prefix (`path_owner`).
 
 Credentials never become arguments: header and query parameters the document's security
 schemes name, and `Authorization`, are left out (the upstream's credential sends them), and
-so are headers the transport sets (`Accept`, `Content-Type`...). An `Idempotency-Key`
-header parameter becomes the version's idempotency header. An operation ToolHub cannot map
-(a file upload, an octet stream) raises `Unsupported`.
+so are headers the transport sets (`Accept`, `Content-Type`...) and session or credential
+cookies (which the http config refuses); those, and a multipart body's optional file
+fields, are listed in the draft's `dropped`. An `Idempotency-Key` header parameter becomes
+the version's idempotency header. An operation ToolHub cannot map (a file upload, an octet
+stream) raises `Unsupported`.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from apps.catalog.definitions import RESERVED_HEADERS, path_problems
+from apps.catalog.http_config import CREDENTIAL_COOKIE
 from apps.catalog.patterns import pattern_problem
 
 from . import wire
@@ -90,6 +95,9 @@ class Draft:
     parameters: dict[str, Any]
     side_effect: str
     executor_config: dict[str, Any]
+    # What the request leaves out, `{"what", "reason"}` each: the version's source["dropped"],
+    # which lint's body-dropped finding shows the curator (docs/lint.md).
+    dropped: tuple[dict[str, str], ...] = ()
 
     def fields(self) -> dict[str, Any]:
         return {field: getattr(self, field) for field in IMPORTED_FIELDS}
@@ -99,6 +107,11 @@ class Draft:
         and `body` follows the order of properties, which a JSON column does not keep, so it
         does not count."""
         return [f for f in IMPORTED_FIELDS if _unordered(getattr(self, f)) != _unordered(getattr(before, f))]
+
+    def strict_form_is(self, parameters: Any) -> bool:
+        """Whether `parameters` is this draft's schema in the strict form: what every import
+        stored, with `strict` on, before optional arguments stayed optional."""
+        return _unordered(strict(self.parameters)) == _unordered(parameters)
 
 
 def _unordered(value: Any, key: str = "") -> Any:
@@ -419,6 +432,7 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
     cookies: dict[str, str] = {}
     serialization: dict[str, Any] = {}
     idempotency_header = None
+    dropped = list(body.dropped) if body else []
 
     for location in ("path", "query", "header", "cookie"):
         for parameter in (p for p in op["parameters"] if p["in"] == location):
@@ -432,8 +446,15 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
                 idempotency_header = name
                 continue
             if location == "header" and lowered in RESERVED_HEADERS:
-                continue  # the transport sets it (Accept, Content-Type...): not the model's to choose
-            schema = _argument_schema(parameter, is_30=is_30)
+                # the transport sets it (Accept, Content-Type...): not the model's to choose
+                dropped.append({"what": f"the header parameter {name}", "reason": "the transport sets it"})
+                continue
+            if location == "cookie" and CREDENTIAL_COOKIE.search(name):
+                # the http config refuses it (http_config.py): a session is not a model's to send
+                dropped.append({"what": f"the cookie parameter {name}",
+                                "reason": "a session or credential cookie is never an argument"})
+                continue
+            schema = wire.non_empty(parameter, location, _argument_schema(parameter, is_30=is_30))
             preferred = snake_name(name) if location == "header" else argument_name(name)
             argument = arguments.add(preferred, schema, location == "path" or bool(parameter.get("required")),
                                      location)
@@ -483,4 +504,5 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
         parameters=parameters,
         side_effect=side_effect,
         executor_config=config,
+        dropped=tuple(dropped),
     )

@@ -87,6 +87,21 @@ def serialization(parameter: Mapping[str, Any], location: str, schema: Any, argu
     return entry
 
 
+def non_empty(parameter: Mapping[str, Any], location: str, schema: Any) -> Any:
+    """`schema` with `minLength: 1` where the document forbids an empty value: a path segment
+    cannot be empty, and OpenAPI's `allowEmptyValue` defaults to false for the others, so
+    `?ending_before=` or a path argument `''` is a request the upstream refuses. Only a
+    string-typed schema that says nothing of its length or its values (an enum, a const)
+    gets it."""
+    if location != "path" and parameter.get("allowEmptyValue") is True:
+        return schema
+    if not isinstance(schema, dict) or any(k in schema for k in ("minLength", "enum", "const")):
+        return schema
+    if value_kinds(schema) - {"null"} != {"string"}:
+        return schema
+    return {**schema, "minLength": 1}
+
+
 def _explodes(style: str) -> bool:
     """OpenAPI's default explode: true for form; deepObject is defined exploded only."""
     return style in ("form", "deepObject")
@@ -124,6 +139,8 @@ class Body:
     properties: dict[str, Any]
     required: list[str]
     config: dict[str, Any]
+    # What the request leaves out, as a version's source["dropped"] records it (docs/lint.md).
+    dropped: tuple[dict[str, str], ...] = ()
 
 
 def request_body(
@@ -150,19 +167,23 @@ def request_body(
     # The members the schema requires stay required when the document forgot to mark the body
     # required (Twilio's CreateCall needs To and From): a call without them fails.
     required = [name for name in converted.get("required") or () if name in members]
+    dropped: tuple[dict[str, str], ...] = ()
     if media_type == MULTIPART:
         files = {name for name, schema in (written.get("properties") or {}).items() if is_binary(schema)}
         if needed := [name for name in required if name in files]:
             raise Unsupported(
                 f"its multipart body needs the file field {', '.join(needed)}; ToolHub does not upload files."
             )
+        dropped = tuple({"what": f"the file field {name} of the multipart body",
+                         "reason": "ToolHub does not upload files"} for name in members if name in files)
         members = {name: schema for name, schema in members.items() if name not in files}
     config["body"] = list(members)
     if media_type != JSON and (encoding := body_encoding(media_type, media.get("encoding"), members)):
         config["body_encoding"] = encoding
     if pointers := null_pointers({"properties": members}):
         config["send_null"] = pointers
-    return Body(properties=dict(members), required=required, config=config)
+    return Body(properties=dict(members), required=required, config=config,
+                dropped=dropped)
 
 
 def is_binary(schema: Any) -> bool:
