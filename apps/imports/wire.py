@@ -92,7 +92,10 @@ def non_empty(parameter: Mapping[str, Any], location: str, schema: Any) -> Any:
     cannot be empty, and OpenAPI's `allowEmptyValue` defaults to false for the others, so
     `?ending_before=` or a path argument `''` is a request the upstream refuses. Only a
     string-typed schema that says nothing of its length or its values (an enum, a const)
-    gets it."""
+    gets it. A map's keys cannot be empty either (named_keys), unless the parameter is JSON
+    text (`content`)."""
+    if "content" not in parameter:  # given by a media type, it is JSON text: any key fits
+        schema = named_keys(schema)
     if location != "path" and parameter.get("allowEmptyValue") is True:
         return schema
     if not isinstance(schema, dict) or any(k in schema for k in ("minLength", "enum", "const")):
@@ -100,6 +103,35 @@ def non_empty(parameter: Mapping[str, Any], location: str, schema: Any) -> Any:
     if value_kinds(schema) - {"null"} != {"string"}:
         return schema
     return {**schema, "minLength": 1}
+
+
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
+_SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
+
+
+def named_keys(schema: Any) -> Any:
+    """`schema` with `propertyNames: {minLength: 1}` on every object whose keys are the
+    caller's to choose (a map, `additionalProperties` not false), at any depth. Outside a
+    JSON body a key is written into the request (`metadata[order_id]=ORD-1`, `k=v`), and an
+    empty one cannot be: `metadata[]=x` is an array's item to the upstream (Stripe)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _SUBSCHEMAS:
+        if isinstance(out.get(key), dict):
+            out[key] = named_keys(out[key])
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [named_keys(sub) for sub in out[key]]
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {name: named_keys(sub) for name, sub in out["properties"].items()}
+    kind = out.get("type")
+    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+    # an object with properties and nothing said of others is closed by the import (drafts.closed)
+    open_keys = out.get("additionalProperties", "properties" not in out)
+    if is_object and open_keys is not False and "propertyNames" not in out:
+        out["propertyNames"] = {"minLength": 1}
+    return out
 
 
 def _explodes(style: str) -> bool:
@@ -177,6 +209,8 @@ def request_body(
         dropped = tuple({"what": f"the file field {name} of the multipart body",
                          "reason": "ToolHub does not upload files"} for name in members if name in files)
         members = {name: schema for name, schema in members.items() if name not in files}
+    if media_type != JSON:
+        members = {name: named_keys(schema) for name, schema in members.items()}
     config["body"] = list(members)
     if media_type != JSON and (encoding := body_encoding(media_type, media.get("encoding"), members)):
         config["body_encoding"] = encoding

@@ -239,6 +239,17 @@ def test_string_parameters_cannot_be_empty_unless_the_document_allows_it():
     assert _accepts(draft, {"page_id": "p1", "ending_before": "rev_1", "q": ""})
 
 
+def test_outside_a_json_body_a_maps_keys_cannot_be_empty():
+    form = _draft("stripe-like.yaml", "PostCustomers")
+    # metadata[]=x would be an array's item to the upstream, not the key ''
+    assert form.parameters["properties"]["metadata"]["anyOf"][0]["propertyNames"] == {"minLength": 1}
+    assert not _accepts(form, {"metadata": {"": "x"}})
+    assert _accepts(form, {"metadata": {"order_id": "ORD-1"}})
+    query = _draft("stripe-like.yaml", "GetCustomers")
+    # an object with properties is closed: no key of the caller's choosing to check
+    assert "propertyNames" not in query.parameters["properties"]["created"]["anyOf"][0]
+
+
 def test_what_a_draft_leaves_out_is_recorded_with_the_reason():
     multipart = _draft("odd-requests.yaml", "postNote")
     assert multipart.dropped == (
