@@ -7,8 +7,8 @@
   `type: [.., "null"]` both become a type admitting null, and nothing else admits null;
   formats kept, with a pattern where RE2 matches them (apps/catalog/patterns.py); a
   string path parameter, and a query, header or cookie one without `allowEmptyValue`,
-  with `minLength: 1`, and no empty key in a map outside a JSON body (wire.non_empty,
-  wire.named_keys);
+  with `minLength: 1`, and outside a JSON body no empty key in a map nor an empty required
+  array or object (wire.non_empty, wire.carried);
 - the request mapping of the http executor (docs/http-tools.md): method, path template,
   query parameters, headers, cookies, each parameter's serialization where the document
   asks for one (wire.py), the body by media type (JSON preferred, a form with its encoding

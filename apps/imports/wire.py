@@ -92,10 +92,12 @@ def non_empty(parameter: Mapping[str, Any], location: str, schema: Any) -> Any:
     cannot be empty, and OpenAPI's `allowEmptyValue` defaults to false for the others, so
     `?ending_before=` or a path argument `''` is a request the upstream refuses. Only a
     string-typed schema that says nothing of its length or its values (an enum, a const)
-    gets it. A map's keys cannot be empty either (named_keys), unless the parameter is JSON
-    text (`content`)."""
-    if "content" not in parameter:  # given by a media type, it is JSON text: any key fits
-        schema = named_keys(schema)
+    gets it. Unless the parameter is JSON text (`content`), it carries what a request can
+    (carried): no empty key in a map, and an item in a required array or object."""
+    if "content" not in parameter:  # given by a media type, it is JSON text: any value fits
+        schema = carried(schema)
+        if location == "path" or parameter.get("required"):
+            schema = required_carried(schema)
     if location != "path" and parameter.get("allowEmptyValue") is True:
         return schema
     if not isinstance(schema, dict) or any(k in schema for k in ("minLength", "enum", "const")):
@@ -109,22 +111,25 @@ _SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
 _SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
 
 
-def named_keys(schema: Any) -> Any:
-    """`schema` with `propertyNames: {minLength: 1}` on every object whose keys are the
-    caller's to choose (a map, `additionalProperties` not false), at any depth. Outside a
-    JSON body a key is written into the request (`metadata[order_id]=ORD-1`, `k=v`), and an
-    empty one cannot be: `metadata[]=x` is an array's item to the upstream (Stripe)."""
+def carried(schema: Any) -> Any:
+    """`schema` narrowed to the values a request outside a JSON body can carry, at any
+    depth: there a key is written into the request (`metadata[order_id]=ORD-1`, `k=v`), so
+    a map's keys (an object whose `additionalProperties` is not false) cannot be empty —
+    `metadata[]=x` is an array's item to the upstream (Stripe) —, and an empty array or
+    object writes nothing, so a required one needs an item (required_carried)."""
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
     for key in _SUBSCHEMAS:
         if isinstance(out.get(key), dict):
-            out[key] = named_keys(out[key])
+            out[key] = carried(out[key])
     for key in _SUBSCHEMA_LISTS:
         if isinstance(out.get(key), list):
-            out[key] = [named_keys(sub) for sub in out[key]]
+            out[key] = [carried(sub) for sub in out[key]]
     if isinstance(out.get("properties"), dict):
-        out["properties"] = {name: named_keys(sub) for name, sub in out["properties"].items()}
+        required = out.get("required") or ()
+        out["properties"] = {name: required_carried(carried(sub)) if name in required else carried(sub)
+                             for name, sub in out["properties"].items()}
     kind = out.get("type")
     is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
     # an object with properties and nothing said of others is closed by the import (drafts.closed)
@@ -132,6 +137,19 @@ def named_keys(schema: Any) -> Any:
     if is_object and open_keys is not False and "propertyNames" not in out:
         out["propertyNames"] = {"minLength": 1}
     return out
+
+
+def required_carried(schema: Any) -> Any:
+    """A required array or object outside a JSON body, with at least one item or member:
+    empty, it writes nothing, and the upstream finds the required value missing."""
+    if not isinstance(schema, dict):
+        return schema
+    kinds = value_kinds(schema) - {"null"}
+    if kinds == {"array"} and "minItems" not in schema:
+        return {**schema, "minItems": 1}
+    if kinds == {"object"} and "minProperties" not in schema:
+        return {**schema, "minProperties": 1}
+    return schema
 
 
 def _explodes(style: str) -> bool:
@@ -210,7 +228,8 @@ def request_body(
                          "reason": "ToolHub does not upload files"} for name in members if name in files)
         members = {name: schema for name, schema in members.items() if name not in files}
     if media_type != JSON:
-        members = {name: named_keys(schema) for name, schema in members.items()}
+        members = {name: required_carried(carried(schema)) if name in required else carried(schema)
+                   for name, schema in members.items()}
     config["body"] = list(members)
     if media_type != JSON and (encoding := body_encoding(media_type, media.get("encoding"), members)):
         config["body_encoding"] = encoding

@@ -250,6 +250,17 @@ def test_outside_a_json_body_a_maps_keys_cannot_be_empty():
     assert "propertyNames" not in query.parameters["properties"]["created"]["anyOf"][0]
 
 
+def test_outside_a_json_body_a_required_array_or_object_cannot_be_empty():
+    draft = _draft("stripe-like.yaml", "PostLinkAccountSessions")
+    holder = {"type": "customer", "address": {"line1": "1 Main St"}}
+
+    # an empty array or object writes nothing in a form: the upstream finds it missing
+    assert not _accepts(draft, {"account_holder": holder, "permissions": []})
+    no_address = {"type": "customer", "address": {}}
+    assert not _accepts(draft, {"account_holder": no_address, "permissions": ["balances"]})
+    assert _accepts(draft, {"account_holder": holder, "permissions": ["balances"], "prefetch": []})
+
+
 def test_what_a_draft_leaves_out_is_recorded_with_the_reason():
     multipart = _draft("odd-requests.yaml", "postNote")
     assert multipart.dropped == (
