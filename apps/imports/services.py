@@ -31,7 +31,7 @@ from apps.upstreams.models import Upstream, UpstreamKind
 from apps.upstreams.selectors import credential_get, upstream_get
 from apps.upstreams.services import upstream_save
 
-from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, Draft, draft_of, strict
+from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, Draft, draft_of
 from .errors import ImportRefused, Unsupported
 from .limits import Clock, ImportLimits
 from .names import tool_name
@@ -45,6 +45,7 @@ from .openapi import (
 )
 from .removed import RemovedOperation, removed_operations, removed_operations_deprecate
 from .review import with_findings
+from .schemas import strict
 from .selectors import (
     tool_names_taken,
     versions_imported_from,

@@ -132,7 +132,7 @@ def carried(schema: Any) -> Any:
                              for name, sub in out["properties"].items()}
     kind = out.get("type")
     is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
-    # an object with properties and nothing said of others is closed by the import (drafts.closed)
+    # an object with properties and nothing said of others is closed by the import (schemas.closed)
     open_keys = out.get("additionalProperties", "properties" not in out)
     if is_object and open_keys is not False and "propertyNames" not in out:
         out["propertyNames"] = {"minLength": 1}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from apps.catalog.models import ToolVersion
-from apps.imports.drafts import strict
+from apps.imports.schemas import strict
 from apps.imports.services import openapi_import
 from tests.factories import TenantFactory
 
