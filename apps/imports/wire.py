@@ -95,9 +95,7 @@ def non_empty(parameter: Mapping[str, Any], location: str, schema: Any) -> Any:
     gets it. Unless the parameter is JSON text (`content`), it carries what a request can
     (carried): no empty key in a map, and an item in a required array or object."""
     if "content" not in parameter:  # given by a media type, it is JSON text: any value fits
-        schema = carried(schema)
-        if location == "path" or parameter.get("required"):
-            schema = required_carried(schema)
+        schema = carried_member(schema, is_required=location == "path" or bool(parameter.get("required")))
     if location != "path" and parameter.get("allowEmptyValue") is True:
         return schema
     if not isinstance(schema, dict) or any(k in schema for k in ("minLength", "enum", "const")):
@@ -107,7 +105,8 @@ def non_empty(parameter: Mapping[str, Any], location: str, schema: Any) -> Any:
     return {**schema, "minLength": 1}
 
 
-_SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
+# Where a value's parts are (not `not`: narrowing what it refuses would widen what it accepts).
+_SUBSCHEMAS = ("items", "additionalProperties", "contains")
 _SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
 
 
@@ -128,7 +127,7 @@ def carried(schema: Any) -> Any:
             out[key] = [carried(sub) for sub in out[key]]
     if isinstance(out.get("properties"), dict):
         required = out.get("required") or ()
-        out["properties"] = {name: required_carried(carried(sub)) if name in required else carried(sub)
+        out["properties"] = {name: carried_member(sub, is_required=name in required)
                              for name, sub in out["properties"].items()}
     kind = out.get("type")
     is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
@@ -137,6 +136,11 @@ def carried(schema: Any) -> Any:
     if is_object and open_keys is not False and "propertyNames" not in out:
         out["propertyNames"] = {"minLength": 1}
     return out
+
+
+def carried_member(schema: Any, *, is_required: bool) -> Any:
+    """A member of an object outside a JSON body, carried, and not empty when required."""
+    return required_carried(carried(schema)) if is_required else carried(schema)
 
 
 def required_carried(schema: Any) -> Any:
@@ -228,7 +232,7 @@ def request_body(
                          "reason": "ToolHub does not upload files"} for name in members if name in files)
         members = {name: schema for name, schema in members.items() if name not in files}
     if media_type != JSON:
-        members = {name: required_carried(carried(schema)) if name in required else carried(schema)
+        members = {name: carried_member(schema, is_required=name in required)
                    for name, schema in members.items()}
     config["body"] = list(members)
     if media_type != JSON and (encoding := body_encoding(media_type, media.get("encoding"), members)):
