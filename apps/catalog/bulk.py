@@ -52,13 +52,8 @@ def tools_create_with_drafts(*, tenant_id: int, new: Sequence[tuple[str, str, Ma
         Tool.objects.bulk_create(tools, batch_size=BATCH)
         versions = []
         for index, (tool, (_, _, content)) in enumerate(zip(tools, new, strict=True)):
-            if unknown := sorted(set(content) - set(DRAFT_FIELDS)):
-                raise ValidationError(f"Not fields of a draft: {', '.join(unknown)}.")
-            version = ToolVersion(tool=tool, number=1, status=VersionStatus.DRAFT, **content)
-            # A new tool's first version: no other version to be unique against; the tool just written.
             with _naming(tool, index):
-                version.full_clean(exclude=["tool"], validate_unique=False, validate_constraints=False)
-            versions.append(version)
+                versions.append(first_draft(tool, content))
         ToolVersion.objects.bulk_create(versions, batch_size=BATCH)
         audit_record_many(
             [(tool, "tool.create", {"name": tool.name}) for tool in tools]
@@ -106,6 +101,18 @@ def versions_publish(*, versions: Sequence[ToolVersion], actor: str, note: str =
             actor=actor, tenant_id=versions[0].tool.tenant_id, note=note,
         )
         catalog_changed()
+
+
+def first_draft(tool: Tool, content: Mapping[str, Any]) -> ToolVersion:
+    """The draft version 1 of a new tool (written or not) with `content`, unsaved, checked as
+    `version_create_draft` checks a draft: how a caller of tools_create_with_drafts finds the
+    drafts it would refuse before the batch. Raises ValidationError."""
+    if unknown := sorted(set(content) - set(DRAFT_FIELDS)):
+        raise ValidationError(f"Not fields of a draft: {', '.join(unknown)}.")
+    version = ToolVersion(tool=tool, number=1, status=VersionStatus.DRAFT, **content)
+    # A new tool's first version: no other version to be unique against.
+    version.full_clean(exclude=["tool"], validate_unique=False, validate_constraints=False)
+    return version
 
 
 @contextmanager

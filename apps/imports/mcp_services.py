@@ -18,7 +18,7 @@ from apps.tenancy.models import Tenant
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import upstream_get
 
-from .drafts import IMPORTED_FIELDS
+from .drafts import IMPORTED_FIELDS, Draft
 from .errors import ImportRefused, Unsupported
 from .limits import Clock, ImportLimitExceeded, ImportLimits
 from .mcp_tools import EXECUTOR as MCP_EXECUTOR
@@ -150,14 +150,17 @@ def mcp_import_definition(
     latest = version_latest(tool=previous.tool)
     if previous.source.get("digest") == source["digest"]:
         return OperationResult(key=key, pointer="", outcome=UNCHANGED, tool=latest.tool.name, version=latest)
+    before: Draft | None
     try:
-        changed = draft.changed_since(draft_of_tool(previous.source["tool"], upstream=upstream))
+        before = draft_of_tool(previous.source["tool"], upstream=upstream)
+        changed = draft.changed_since(before)
     except (KeyError, TypeError, Unsupported):
-        changed = list(IMPORTED_FIELDS)
+        before, changed = None, list(IMPORTED_FIELDS)
+    content, note = _content_with(latest, draft, changed, MCP_EXECUTOR, before=before)
     version = version_create_draft(
-        tool=latest.tool, actor=actor, **_content_with(latest, draft, changed, MCP_EXECUTOR), source=source,
+        tool=latest.tool, actor=actor, **content, source=source,
         changelog=f"{why} the tool {key} of {upstream}: "
-        f"{', '.join(changed) or 'its definition'} changed. {hints_note(definition)}",
+        f"{', '.join(changed) or 'its definition'} changed.{note} {hints_note(definition)}",
     )
     return OperationResult(key=key, pointer="", outcome=CHANGED, tool=latest.tool.name,
                            changed=tuple(changed) or ("definition",), version=version)

@@ -2,7 +2,7 @@
 
 - parameters: its `inputSchema`, `$ref`s inside it expanded within the import's limits
   (refs.py; a recursive one, or one past a limit, makes the tool not importable), objects
-  closed (drafts.py `closed`), the server's `required` kept: an optional argument stays
+  closed (schemas.py `closed`), the server's `required` kept: an optional argument stays
   optional and admits null only where the server says so. The version is not strict (the
   curator's choice); strict exports still show every property required and optional ones
   nullable, and the validate stage drops the nulls they let a model send;
@@ -24,11 +24,12 @@ from typing import Any
 
 from apps.common.jsontext import HazardKind, first_hazard
 
-from .drafts import Draft, closed, json_schema, snake_name
+from .drafts import Draft, snake_name
 from .errors import Unsupported
 from .limits import ImportLimitExceeded, ImportLimits, too_deep
 from .openapi import operation_digest
 from .refs import Expander, RefError, pointer
+from .schemas import closed, json_schema
 from .wire import says_null
 
 EXECUTOR = "mcp"

@@ -21,9 +21,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from apps.audit.services import audit_record
-from apps.catalog.bulk import tools_create_with_drafts, versions_publish
+from apps.catalog.bulk import first_draft, tools_create_with_drafts, versions_publish
 from apps.catalog.lint import Finding
-from apps.catalog.models import ToolVersion, VersionStatus
+from apps.catalog.models import Tool, ToolVersion, VersionStatus
 from apps.catalog.services import version_create_draft
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save
@@ -45,6 +45,7 @@ from .openapi import (
 )
 from .removed import RemovedOperation, removed_operations, removed_operations_deprecate
 from .review import with_findings
+from .schemas import strict
 from .selectors import (
     tool_names_taken,
     versions_imported_from,
@@ -220,7 +221,7 @@ def _agents(tenant: Tenant, names: Iterable[str]) -> list[Agent]:
     return agents
 
 
-def _source(document: Document, operation: Operation, upstream: str) -> dict[str, Any]:
+def _source(document: Document, operation: Operation, upstream: str, draft: Draft) -> dict[str, Any]:
     return {
         "kind": "openapi",
         "upstream": upstream,
@@ -229,6 +230,8 @@ def _source(document: Document, operation: Operation, upstream: str) -> dict[str
         "digest": operation.digest,
         "document": {"title": document.title, "version": document.version},
         "operation": operation.normalized,
+        # what the request leaves out, for lint's body-dropped finding (docs/lint.md)
+        **({"dropped": list(draft.dropped)} if draft.dropped else {}),
     }
 
 
@@ -277,16 +280,18 @@ def _import_operation(
     try:
         return _draft_operation(tenant, document, operation, draft, upstream, actor, known)
     except ValidationError as error:
-        raise OpenAPIError(
-            operation.pointer, f"operation {operation.key} cannot become a draft: {' '.join(error.messages)}"
-        ) from None
+        # A draft the version's own checks refuse (an http config they reject) is one bad
+        # operation: skipped like one ToolHub cannot map, the others import.
+        return OperationResult(key=operation.key, pointer=operation.pointer, outcome=SKIPPED,
+                               reason=f"operation {operation.key} cannot become a draft: "
+                               f"{' '.join(error.messages)}")
 
 
 def _draft_operation(
     tenant: Tenant, document: Document, operation: Operation, draft: Draft, upstream: str, actor: str,
     known: _Known,
 ) -> OperationResult:
-    source = _source(document, operation, upstream)
+    source = _source(document, operation, upstream, draft)
     previous = known.imported.get(operation.key)
     if previous is None:
         named = tool_name(draft.name, key=operation.key, taken=known.taken)
@@ -295,20 +300,30 @@ def _draft_operation(
         content = {"strict": False, **draft.fields(), "executor": "http", "source": source,
                    "changelog": f"Imported from {document.title or 'an OpenAPI document'}, "
                    f"operation {operation.key}."}
+        try:
+            # checked here, as the bulk write checks it, so that one refused draft is skipped
+            # and the others are still written in one batch
+            first_draft(Tool(tenant_id=tenant.pk, name=named.name, summary=draft.summary), content)
+        except ValidationError:
+            known.taken.discard(named.name)
+            raise
         known.new.append(
             _NewTool(operation=operation, name=named.name, summary=draft.summary, content=content)
         )
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=named.name,
                                note=named.note)
-    changed = _changes(previous.source, draft, upstream)
+    changed, before = _changes(previous.source, draft, upstream)
     latest = known.latest[previous.tool_id]
     if not changed:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=UNCHANGED,
                                tool=latest.tool.name, version=latest)
-    version = version_create_draft(
-        tool=latest.tool, actor=actor, **_content_with(latest, draft, changed, "http"), source=source,
-        changelog=f"Re-imported operation {operation.key}: {', '.join(changed)} changed in the document.",
-    )
+    content, note = _content_with(latest, draft, changed, "http", before=before)
+    with transaction.atomic():  # a refused draft (ValidationError) leaves the import's other writes
+        version = version_create_draft(
+            tool=latest.tool, actor=actor, **content, source=source,
+            changelog=f"Re-imported operation {operation.key}: {', '.join(changed)} changed in the "
+            f"document.{note}",
+        )
     return OperationResult(key=operation.key, pointer=operation.pointer, outcome=CHANGED,
                            tool=latest.tool.name, changed=tuple(changed), version=version)
 
@@ -329,22 +344,31 @@ def _write_new(tenant: Tenant, results: list[OperationResult], new: list[_NewToo
     return [replace(r, version=next(versions)) if r.outcome == NEW else r for r in results]
 
 
-def _changes(source: dict[str, Any], draft: Draft, upstream: str) -> list[str]:
+def _changes(source: dict[str, Any], draft: Draft, upstream: str) -> tuple[list[str], Draft | None]:
     """The imported fields whose content differs between the operation as it was imported
-    (re-converted from the version's source) and as it is now."""
+    (re-converted from the version's source: the draft `before`, None when it no longer
+    converts) and as it is now."""
     try:
         before = draft_of(
             Operation(key=source["key"], pointer=source["pointer"], normalized=source["operation"]),
             upstream=upstream,
         )
     except (KeyError, TypeError, Unsupported, OpenAPIError):
-        return list(IMPORTED_FIELDS)
-    return draft.changed_since(before)
+        return list(IMPORTED_FIELDS), None
+    return draft.changed_since(before), before
 
 
-def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], executor: str) -> dict[str, Any]:
-    """`base`'s content with the changed imported fields replaced; in the executor config
-    only the request mapping is replaced, a curator's other keys are kept."""
+def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], executor: str, *,
+                  before: Draft | None) -> tuple[dict[str, Any], str]:
+    """`base`'s content with the changed imported fields replaced, and what the changelog
+    adds; in the executor config only the request mapping is replaced, a curator's other
+    keys are kept.
+
+    A new schema meets `base`'s `strict`: when `base`'s schema is exactly the strict form of
+    what the import made of the definition before (`before`), strict came with it from an
+    import of the time every import was strict, and is turned off with the schema's optional
+    fields; any other strict version is a curator's choice, kept, and gets the new schema in
+    the strict form (every field required, the optional ones nullable)."""
     content = {
         field: copy.deepcopy(getattr(base, field))
         for field in ToolVersion.CONTENT_FIELDS
@@ -357,7 +381,14 @@ def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], execu
         kept = {k: v for k, v in base.executor_config.items() if k not in replaced}
         content["executor_config"] = {**kept, **draft.executor_config}
         content["executor"] = executor
-    return content
+    if "parameters" not in changed or not base.strict:
+        return content, ""
+    if before is not None and before.strict_form_is(base.parameters):
+        content["strict"] = False
+        return content, (" Strict turned off: the import had made the version strict, and its optional "
+                         "fields now stay optional.")
+    content["parameters"] = strict(draft.parameters)
+    return content, " The version stays strict (a curator's choice): the new schema is in the strict form."
 
 
 def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *, by: str, what: str) -> None:

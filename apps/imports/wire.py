@@ -87,6 +87,75 @@ def serialization(parameter: Mapping[str, Any], location: str, schema: Any, argu
     return entry
 
 
+def non_empty(parameter: Mapping[str, Any], location: str, schema: Any) -> Any:
+    """`schema` with `minLength: 1` where the document forbids an empty value: a path segment
+    cannot be empty, and OpenAPI's `allowEmptyValue` defaults to false for the others, so
+    `?ending_before=` or a path argument `''` is a request the upstream refuses. Only a
+    string-typed schema that says nothing of its length or its values (an enum, a const)
+    gets it. Unless the parameter is JSON text (`content`), it carries what a request can
+    (carried): no empty key in a map, and an item in a required array or object."""
+    if "content" not in parameter:  # given by a media type, it is JSON text: any value fits
+        schema = carried_member(schema, is_required=location == "path" or bool(parameter.get("required")))
+    if location != "path" and parameter.get("allowEmptyValue") is True:
+        return schema
+    if not isinstance(schema, dict) or any(k in schema for k in ("minLength", "enum", "const")):
+        return schema
+    if value_kinds(schema) - {"null"} != {"string"}:
+        return schema
+    return {**schema, "minLength": 1}
+
+
+# Where a value's parts are (not `not`: narrowing what it refuses would widen what it accepts).
+_SUBSCHEMAS = ("items", "additionalProperties", "contains")
+_SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
+
+
+def carried(schema: Any) -> Any:
+    """`schema` narrowed to the values a request outside a JSON body can carry, at any
+    depth: there a key is written into the request (`metadata[order_id]=ORD-1`, `k=v`), so
+    a map's keys (an object whose `additionalProperties` is not false) cannot be empty —
+    `metadata[]=x` is an array's item to the upstream (Stripe) —, and an empty array or
+    object writes nothing, so a required one needs an item (required_carried)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _SUBSCHEMAS:
+        if isinstance(out.get(key), dict):
+            out[key] = carried(out[key])
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [carried(sub) for sub in out[key]]
+    if isinstance(out.get("properties"), dict):
+        required = out.get("required") or ()
+        out["properties"] = {name: carried_member(sub, is_required=name in required)
+                             for name, sub in out["properties"].items()}
+    kind = out.get("type")
+    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+    # an object with properties and nothing said of others is closed by the import (schemas.closed)
+    open_keys = out.get("additionalProperties", "properties" not in out)
+    if is_object and open_keys is not False and "propertyNames" not in out:
+        out["propertyNames"] = {"minLength": 1}
+    return out
+
+
+def carried_member(schema: Any, *, is_required: bool) -> Any:
+    """A member of an object outside a JSON body, carried, and not empty when required."""
+    return required_carried(carried(schema)) if is_required else carried(schema)
+
+
+def required_carried(schema: Any) -> Any:
+    """A required array or object outside a JSON body, with at least one item or member:
+    empty, it writes nothing, and the upstream finds the required value missing."""
+    if not isinstance(schema, dict):
+        return schema
+    kinds = value_kinds(schema) - {"null"}
+    if kinds == {"array"} and "minItems" not in schema:
+        return {**schema, "minItems": 1}
+    if kinds == {"object"} and "minProperties" not in schema:
+        return {**schema, "minProperties": 1}
+    return schema
+
+
 def _explodes(style: str) -> bool:
     """OpenAPI's default explode: true for form; deepObject is defined exploded only."""
     return style in ("form", "deepObject")
@@ -124,6 +193,8 @@ class Body:
     properties: dict[str, Any]
     required: list[str]
     config: dict[str, Any]
+    # What the request leaves out, as a version's source["dropped"] records it (docs/lint.md).
+    dropped: tuple[dict[str, str], ...] = ()
 
 
 def request_body(
@@ -150,19 +221,26 @@ def request_body(
     # The members the schema requires stay required when the document forgot to mark the body
     # required (Twilio's CreateCall needs To and From): a call without them fails.
     required = [name for name in converted.get("required") or () if name in members]
+    dropped: tuple[dict[str, str], ...] = ()
     if media_type == MULTIPART:
         files = {name for name, schema in (written.get("properties") or {}).items() if is_binary(schema)}
         if needed := [name for name in required if name in files]:
             raise Unsupported(
                 f"its multipart body needs the file field {', '.join(needed)}; ToolHub does not upload files."
             )
+        dropped = tuple({"what": f"the file field {name} of the multipart body",
+                         "reason": "ToolHub does not upload files"} for name in members if name in files)
         members = {name: schema for name, schema in members.items() if name not in files}
+    if media_type != JSON:
+        members = {name: carried_member(schema, is_required=name in required)
+                   for name, schema in members.items()}
     config["body"] = list(members)
     if media_type != JSON and (encoding := body_encoding(media_type, media.get("encoding"), members)):
         config["body_encoding"] = encoding
     if pointers := null_pointers({"properties": members}):
         config["send_null"] = pointers
-    return Body(properties=dict(members), required=required, config=config)
+    return Body(properties=dict(members), required=required, config=config,
+                dropped=dropped)
 
 
 def is_binary(schema: Any) -> bool:

@@ -21,6 +21,7 @@ from tests.factories import TenantFactory
 DOCUMENTS = Path(__file__).parent / "documents"
 FORM = "application/x-www-form-urlencoded"
 EXPLODED_DEEP_OBJECT = {"style": "deepObject", "explode": True}
+SESSION_COOKIE = "a session or credential cookie is never an argument"
 
 
 def _operation(document: str, key: str) -> Operation | tuple[str, str, str]:
@@ -220,6 +221,80 @@ def test_header_parameters_the_transport_sets_are_left_out():
 
     assert draft.executor_config["headers"] == {"X-Trace": "x_trace"}
     assert set(draft.parameters["properties"]) == {"x_trace"}
+
+
+def test_string_parameters_cannot_be_empty_unless_the_document_allows_it():
+    draft = _draft("odd-requests.yaml", "listRevisions")
+
+    properties = draft.parameters["properties"]
+    # a path segment cannot be empty, and allowEmptyValue defaults to false
+    for name in ("page_id", "ending_before", "x_request_tag", "locale"):
+        assert properties[name]["minLength"] == 1, name
+    assert "minLength" not in properties["q"]  # allowEmptyValue: true
+    assert properties["cursor"]["minLength"] == 8  # the document's own
+    assert "minLength" not in properties["order"]  # its enum says which values
+    assert "minLength" not in properties["limit"]
+    assert not _accepts(draft, {"page_id": ""})
+    assert not _accepts(draft, {"page_id": "p1", "ending_before": ""})
+    assert _accepts(draft, {"page_id": "p1", "ending_before": "rev_1", "q": ""})
+
+
+def test_outside_a_json_body_a_maps_keys_cannot_be_empty():
+    form = _draft("stripe-like.yaml", "PostCustomers")
+    # metadata[]=x would be an array's item to the upstream, not the key ''
+    assert form.parameters["properties"]["metadata"]["anyOf"][0]["propertyNames"] == {"minLength": 1}
+    assert not _accepts(form, {"metadata": {"": "x"}})
+    assert _accepts(form, {"metadata": {"order_id": "ORD-1"}})
+    query = _draft("stripe-like.yaml", "GetCustomers")
+    # an object with properties is closed: no key of the caller's choosing to check
+    assert "propertyNames" not in query.parameters["properties"]["created"]["anyOf"][0]
+
+
+def test_outside_a_json_body_a_required_array_or_object_cannot_be_empty():
+    draft = _draft("stripe-like.yaml", "PostLinkAccountSessions")
+    holder = {"type": "customer", "address": {"line1": "1 Main St"}}
+
+    # an empty array or object writes nothing in a form: the upstream finds it missing
+    assert not _accepts(draft, {"account_holder": holder, "permissions": []})
+    no_address = {"type": "customer", "address": {}}
+    assert not _accepts(draft, {"account_holder": no_address, "permissions": ["balances"]})
+    assert _accepts(draft, {"account_holder": holder, "permissions": ["balances"], "prefetch": []})
+
+
+def test_what_a_draft_leaves_out_is_recorded_with_the_reason():
+    multipart = _draft("odd-requests.yaml", "postNote")
+    assert multipart.dropped == (
+        {"what": "the file field attachment of the multipart body",
+         "reason": "ToolHub does not upload files"},
+    )
+    cookies = _draft("odd-requests.yaml", "getPreferences")
+    # a session cookie is the credential's to send (the http config refuses it as an argument)
+    assert cookies.executor_config["cookies"] == {"theme": "theme"}
+    assert set(cookies.parameters["properties"]) == {"theme"}
+    assert cookies.dropped == (
+        {"what": "the header parameter Accept", "reason": "the transport sets it"},
+        {"what": "the cookie parameter session_id", "reason": SESSION_COOKIE},
+    )
+    assert _draft("odd-requests.yaml", "createBoard").dropped == ()
+
+
+@pytest.mark.django_db
+def test_what_an_import_leaves_out_is_in_the_source_and_warned_about_on_the_draft():
+    report = openapi_import(tenant=TenantFactory(slug="acme"), upstream="api", actor="curator",
+                            document_text=(DOCUMENTS / "odd-requests.yaml").read_bytes(),
+                            operation_ids=["getPreferences", "createBoard"])
+
+    results = {r.key: r for r in report.results}
+    assert {r.outcome for r in results.values()} == {"new"}
+    version = ToolVersion.objects.get(pk=results["getPreferences"].version.pk)
+    assert version.source["dropped"] == [
+        {"what": "the header parameter Accept", "reason": "the transport sets it"},
+        {"what": "the cookie parameter session_id", "reason": SESSION_COOKIE},
+    ]
+    [warning] = [f for f in results["getPreferences"].findings if f.code == "body-dropped"]
+    assert "the cookie parameter session_id" in warning.why
+    assert "dropped" not in ToolVersion.objects.get(pk=results["createBoard"].version.pk).source
+    assert not [f for f in results["createBoard"].findings if f.code == "body-dropped"]
 
 
 # --- through the import ----------------------------------------------------------------------
