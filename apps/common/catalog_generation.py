@@ -26,8 +26,10 @@ def catalog_generation(*, already_read: int | None = None) -> int:
     if generation is None:
         # A counter lost to eviction or a flush restarts at the clock in milliseconds, above
         # any value it had before, so a process never mistakes old memos for current ones.
-        cache.add(CATALOG_GENERATION_KEY, time.time_ns() // 1_000_000, timeout=None)
-        generation = cache.get(CATALOG_GENERATION_KEY)
+        fresh = time.time_ns() // 1_000_000
+        cache.add(CATALOG_GENERATION_KEY, fresh, timeout=None)
+        # Another process's add won (its value is as fresh), or a flush came between: ours then.
+        generation = cache.get(CATALOG_GENERATION_KEY, fresh)
     return int(generation)
 
 
