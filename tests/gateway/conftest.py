@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from apps.tenancy.models import Grant
 from apps.tenancy.services import agent_key_issue, session_mint
 from tests.factories import AgentFactory, TenantFactory
 from tests.gateway.callables import RECONCILE_ANSWERS, RUNS, TIMELINE
+from tests.http_upstream import Upstream, http_upstream
 
 QUERY_SCHEMA = {
     "type": "object",
@@ -97,3 +98,10 @@ def invoke(
     headers = {"HTTP_X_TOOLHUB_SESSION": session} if session else {}
     body = {"task_id": task_id, "call": {"id": call_id, "name": name, "arguments": arguments}, **extra}
     return api.post("/api/v1/invoke", body, format="json", **headers)
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    """A real HTTP upstream on loopback (tests/http_upstream.py), closed after the test."""
+    with http_upstream() as running:
+        yield running

@@ -3,15 +3,13 @@ reads back, and what the ledger records for every way a call can end."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from apps.gateway.execution import entry_execution_request
 from apps.gateway.reconciliation import ledger_reconcile_entry
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.gateway.conftest import invoke
-from tests.http_upstream import Answer, Received, Upstream, http_upstream
+from tests.http_upstream import Answer, Received
 
 pytestmark = pytest.mark.django_db
 
@@ -29,12 +27,6 @@ ORDER_PARAMETERS = {
     "required": ["order_id"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    with http_upstream() as running:
-        yield running
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ problem details answer them (small bodies of our own), and the envelope the mode
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -14,7 +13,7 @@ import pytest
 from apps.gateway.executors.upstream_errors import field_pointer, said, wire_names
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.gateway.conftest import invoke
-from tests.http_upstream import Answer, Upstream, http_upstream
+from tests.http_upstream import Answer, Upstream
 
 pytestmark = pytest.mark.django_db
 
@@ -34,12 +33,6 @@ PARAMETERS = {
     "required": [],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    with http_upstream() as running:
-        yield running
 
 
 @pytest.fixture
