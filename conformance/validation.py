@@ -32,6 +32,7 @@ from openapi_core.validation.validators import BaseValidator
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
 from .brackets import STYLE_DESERIALIZERS
+from .casting import casting_maps
 
 PLACEHOLDER_HOST = "http://conformance.invalid"
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -107,8 +108,14 @@ class DocumentValidator:
             V31RequestBodyValidator if is_31 else V30RequestBodyValidator
         )
         self._paths = APICallPathFinder(spec)
-        self._parameters = parameters_cls(spec, style_deserializers_factory=_styles(parameters_cls))
-        self._body = body_cls(spec, style_deserializers_factory=_styles(body_cls))
+        self._parameters = parameters_cls(
+            spec, style_deserializers_factory=_styles(parameters_cls),
+            schema_casters_factory=casting_maps(parameters_cls.schema_casters_factory),
+        )
+        self._body = body_cls(
+            spec, style_deserializers_factory=_styles(body_cls),
+            schema_casters_factory=casting_maps(body_cls.schema_casters_factory),
+        )
 
     def errors(self, request: RawRequest) -> list[str]:
         """What the document says is wrong with `request`; empty when it is valid."""
@@ -148,8 +155,9 @@ def _unknown_query(request: RawRequest, path: SchemaPath, operation: SchemaPath)
 
 
 def _styles(validator_cls: type[BaseValidator]) -> StyleDeserializersFactory:
-    """openapi-core's style deserializers, deepObject read as Stripe writes it (brackets.py)."""
-    return StyleDeserializersFactory(validator_cls.schema_casters_factory,
+    """openapi-core's style deserializers, deepObject read as Stripe writes it (brackets.py),
+    casting maps' values (casting.py)."""
+    return StyleDeserializersFactory(casting_maps(validator_cls.schema_casters_factory),
                                      style_deserializers=STYLE_DESERIALIZERS)
 
 

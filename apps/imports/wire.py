@@ -110,6 +110,11 @@ _SUBSCHEMAS = ("items", "additionalProperties", "contains")
 _SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
 
 
+# The keys a map outside a JSON body can carry: not empty (`metadata[]=x` is an array's item)
+# and no bracket (`metadata[a[b]]` reads as nesting); the executor refuses others.
+MAP_KEYS = {"minLength": 1, "pattern": r"^[^\[\]]*$"}
+
+
 def carried(schema: Any) -> Any:
     """`schema` narrowed to the values a request outside a JSON body can carry, at any
     depth: there a key is written into the request (`metadata[order_id]=ORD-1`, `k=v`), so
@@ -134,7 +139,7 @@ def carried(schema: Any) -> Any:
     # an object with properties and nothing said of others is closed by the import (schemas.closed)
     open_keys = out.get("additionalProperties", "properties" not in out)
     if is_object and open_keys is not False and "propertyNames" not in out:
-        out["propertyNames"] = {"minLength": 1}
+        out["propertyNames"] = dict(MAP_KEYS)
     return out
 
 

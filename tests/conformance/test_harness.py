@@ -132,12 +132,16 @@ CUSTOMERS = {
             "schema": {"type": "object", "additionalProperties": False, "properties": {
                 "email": {"type": "string"},
                 "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
+                "currency_options": {"type": "object", "additionalProperties": {
+                    "type": "object", "properties": {"amount": {"type": "integer"}},
+                }},
                 "items": {"type": "array", "items": {
                     "type": "object", "additionalProperties": False,
                     "properties": {"price": {"type": "string"}, "quantity": {"type": "integer"}},
                 }},
             }},
             "encoding": {"metadata": {"style": "deepObject", "explode": True},
+                         "currency_options": {"style": "deepObject", "explode": True},
                          "items": {"style": "deepObject", "explode": True}},
         }}},
         "responses": {"200": {"description": "The customer."}},
@@ -151,6 +155,10 @@ FORM = {"content-type": "application/x-www-form-urlencoded"}
     (b'{"email": "a@example.com"}', {"content-type": "application/json"},
      ["Request body validation error: Content for the following mimetype not found: application/json. "
       "Valid mimetypes: ['application/x-www-form-urlencoded']"]),
+    # a map's values are cast by its schema too (casting.py): an integer in Stripe's currency_options
+    (b"currency_options[eur][amount]=913", FORM, []),
+    (b"currency_options[eur][amount]=lots", FORM,
+     ["Request body validation error: Failed to cast value to integer type: lots"]),
     (b"items[0][quantity]=two", FORM,
      ["Request body validation error: Failed to cast value to integer type: two"]),
 ])

@@ -242,8 +242,10 @@ def test_string_parameters_cannot_be_empty_unless_the_document_allows_it():
 def test_outside_a_json_body_a_maps_keys_cannot_be_empty():
     form = _draft("stripe-like.yaml", "PostCustomers")
     # metadata[]=x would be an array's item to the upstream, not the key ''
-    assert form.parameters["properties"]["metadata"]["anyOf"][0]["propertyNames"] == {"minLength": 1}
+    metadata = form.parameters["properties"]["metadata"]["anyOf"][0]
+    assert metadata["propertyNames"] == {"minLength": 1, "pattern": r"^[^\[\]]*$"}
     assert not _accepts(form, {"metadata": {"": "x"}})
+    assert not _accepts(form, {"metadata": {"a[b]": "x"}})
     assert _accepts(form, {"metadata": {"order_id": "ORD-1"}})
     query = _draft("stripe-like.yaml", "GetCustomers")
     # an object with properties is closed: no key of the caller's choosing to check
