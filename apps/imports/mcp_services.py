@@ -10,7 +10,6 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.audit.services import audit_record
 from apps.catalog.models import Tool
 from apps.catalog.services import tool_save, version_create_draft
 from apps.common.jsontext import printable
@@ -24,7 +23,6 @@ from .limits import Clock, ImportLimitExceeded, ImportLimits
 from .mcp_tools import EXECUTOR as MCP_EXECUTOR
 from .mcp_tools import definition_digest, draft_of_tool, hints_note
 from .names import tool_name
-from .review import with_findings
 from .selectors import mcp_tool_definitions, version_latest
 from .services import (
     CHANGED,
@@ -35,9 +33,8 @@ from .services import (
     OperationResult,
     _agents,
     _content_with,
-    _grant,
     _Known,
-    _publish_drafts,
+    settled,
 )
 
 
@@ -104,16 +101,8 @@ def mcp_definitions_import(
             clock.check(f"{upstream}, tool {printable(str(definition['name']))}")
             results.append(mcp_import_definition(tenant=tenant, definition=definition, upstream=upstream,
                                                  actor=actor, known=known, listed=listed, limits=limits))
-        if publish:
-            _publish_drafts(results, actor, clock, by="MCP import", what="Tool")
-        granted = _grant(tenant, agents, results, actor)
-        results = with_findings(results)
-        if granted or any(r.outcome in (NEW, CHANGED) for r in results):
-            audit_record(
-                tenant_id=tenant.pk, actor=actor, action="mcp.import", target=tenant,
-                data={"upstream": upstream, "results": {r.key: r.summary for r in results},
-                      "granted": list(granted)},
-            )
+        results, granted = settled(tenant, results, agents, actor, clock, publish=publish, by="MCP import",
+                                   what="Tool", action="mcp.import", data={"upstream": upstream})
     return ImportReport(upstream=upstream, base_url=found.base_url, title=f"the tools of {upstream}",
                         results=tuple(results), granted=granted)
 

@@ -182,17 +182,12 @@ def openapi_import(
         results = _write_new(tenant, results, known.new, actor)
         removed = _removed(tenant, upstream, operations, actor, whole=not operation_ids,
                            deprecate=deprecate_removed)
-        if publish:
-            _publish_drafts(results, actor, clock, by="OpenAPI import", what="Operation")
-        granted = _grant(tenant, agents, results, actor)
-        results = with_findings(results)
-        if granted or any(r.outcome in (NEW, CHANGED) for r in results):
-            audit_record(
-                tenant_id=tenant.pk, actor=actor, action="openapi.import", target=tenant,
-                data={"upstream": upstream, "document": document.title, "fetched_from": fetched_from or "",
-                      "results": {r.key: r.summary for r in results}, "granted": list(granted),
-                      "removed": [r.key for r in removed]},
-            )
+        results, granted = settled(
+            tenant, results, agents, actor, clock, publish=publish, by="OpenAPI import", what="Operation",
+            action="openapi.import",
+            data={"upstream": upstream, "document": document.title, "fetched_from": fetched_from or "",
+                  "removed": [r.key for r in removed]},
+        )
     return ImportReport(upstream=upstream, base_url=base_url, title=document.title, results=tuple(results),
                         granted=granted, removed=tuple(removed))
 
@@ -389,6 +384,23 @@ def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], execu
                          "fields now stay optional.")
     content["parameters"] = strict(draft.parameters)
     return content, " The version stays strict (a curator's choice): the new schema is in the strict form."
+
+
+def settled(
+    tenant: Tenant, results: list[OperationResult], agents: list[Agent], actor: str, clock: Clock, *,
+    publish: bool, by: str, what: str, action: str, data: dict[str, Any],
+) -> tuple[list[OperationResult], tuple[str, ...]]:
+    """The tail every import shares, inside its transaction: its drafts published (when asked),
+    granted, linted, and one audit event `action` when it made or granted anything. The
+    results as lint read them, and the grants."""
+    if publish:
+        _publish_drafts(results, actor, clock, by=by, what=what)
+    granted = _grant(tenant, agents, results, actor)
+    results = with_findings(results)
+    if granted or any(r.outcome in (NEW, CHANGED) for r in results):
+        audit_record(tenant_id=tenant.pk, actor=actor, action=action, target=tenant,
+                     data={**data, "results": {r.key: r.summary for r in results}, "granted": list(granted)})
+    return results, granted
 
 
 def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *, by: str, what: str) -> None:
