@@ -15,6 +15,7 @@ from urllib.parse import unquote
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from apps.common import json_pointer
 from apps.common.rule_types import RULE_TYPES
 
 from .http_config import HTTP_CONFIG_SCHEMA, wire_problems
@@ -330,7 +331,7 @@ def mcp_config_problems(*, executor_config: Mapping[str, Any], known: set[str]) 
             "there. ToolHub fills it with the call's idempotency key; a model never does."
         )
     send_null = executor_config.get("send_null") or ()
-    if unknown := [p for p in send_null if p[1:].replace("~1", "/").replace("~0", "~") not in known]:
+    if unknown := [p for p in send_null if json_pointer.unescaped(p[1:]) not in known]:
         problems.append(
             f"send_null names {', '.join(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not a "
             "property of the parameters schema."

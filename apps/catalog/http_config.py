@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from apps.common import json_pointer
+
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"  # an RFC 9110 token
 STYLES_BY_LOCATION = {
@@ -206,7 +208,7 @@ def _body_problems(
     if unknown := [name for name in encoding if pointer_problem(root, [name])]:
         problems.append(f"body_encoding names {', '.join(unknown)}, which the body has no property of.")
     for pointer in config.get("send_null") or []:
-        tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+        tokens = [json_pointer.unescaped(t) for t in pointer.split("/")[1:]]
         if reason := pointer_problem(root, tokens):
             problems.append(f"send_null {pointer!r} points nowhere in the body: {reason}.")
     return problems

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from apps.common import json_pointer
+
 from .errors import DocumentProblem, Unsupported
 from .limits import Clock, ImportLimitExceeded, ImportLimits, too_deep, too_many_nodes
 
@@ -45,11 +47,11 @@ class RefError(DocumentProblem):
 
 def pointer(parts: Any) -> str:
     """The JSON pointer (RFC 6901) of a path of keys and indexes."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    return json_pointer.pointer(parts)
 
 
 def _child(at: str, key: Any) -> str:
-    return f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
+    return f"{at}/{json_pointer.escaped(key)}"
 
 
 def _contains(outer: str, inner: str) -> bool:
@@ -210,7 +212,7 @@ class Expander:
         """The value at the pointer `target` of the document; RefError naming `where` if none."""
         node = self.root
         for part in target.split("/")[1:] if target else ():
-            key = part.replace("~1", "/").replace("~0", "~")
+            key = json_pointer.unescaped(part)
             if isinstance(node, dict) and key in node:
                 node = node[key]
             elif isinstance(node, list) and key.isdigit() and int(key) < len(node):

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from apps.common import json_pointer
+
 from .errors import Unsupported
 
 JSON = "application/json"
@@ -309,7 +311,7 @@ def null_pointers(schema: Any, prefix: str = "") -> list[str]:
         return []
     members = [(f"{prefix}/-", schema["items"])] if isinstance(schema.get("items"), Mapping) else []
     if isinstance(schema.get("properties"), Mapping):
-        members += [(f"{prefix}/{name.replace('~', '~0').replace('/', '~1')}", member)
+        members += [(f"{prefix}/{json_pointer.escaped(name)}", member)
                     for name, member in schema["properties"].items()]
     found = []
     for at, member in members:

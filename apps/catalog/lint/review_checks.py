@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from apps.common import json_pointer
+
 from ..definitions import DEFAULT_HTTP_METHOD
 from .findings import IMPORT_KINDS, INFO, WARNING, Finding, ToolDefinition
 
@@ -40,10 +42,6 @@ def _admits_null(node: Any) -> bool:
     return any(_admits_null(branch) for key in ("anyOf", "oneOf") for branch in node.get(key) or ())
 
 
-def _escaped(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
-
-
 def _members(node: Any, pointer: str = "") -> Iterator[tuple[str, Mapping[str, Any], bool]]:
     """Every property under `node` through nested objects: its JSON pointer from the
     arguments, its schema, and whether its object requires it."""
@@ -52,7 +50,7 @@ def _members(node: Any, pointer: str = "") -> Iterator[tuple[str, Mapping[str, A
     required = set(node.get("required") or ())
     for name, sub in (node.get("properties") or {}).items():
         if isinstance(sub, Mapping):
-            member = f"{pointer}/{_escaped(name)}"
+            member = f"{pointer}/{json_pointer.escaped(name)}"
             yield member, sub, name in required
             yield from _members(sub, member)
 

@@ -25,6 +25,7 @@ from apps.catalog.definitions import (
     path_placeholders,
 )
 from apps.catalog.http_config import JSON_MEDIA_TYPE
+from apps.common import json_pointer
 from apps.common.errors import ErrorDetail, InvalidArgsError
 
 from .http_bodies import BodyShapeError, encoded_body
@@ -157,7 +158,7 @@ def selected_response(config: Mapping[str, Any], body: Any) -> Any:
         return body
     value = body
     for token in pointer[1:].split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
+        token = json_pointer.unescaped(token)
         if isinstance(value, Mapping) and token in value:
             value = value[token]
         elif isinstance(value, list) and _is_index(token) and int(token) < len(value):

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from apps.catalog.http_config import DEFAULT_STYLES
+from apps.common import json_pointer
 
 SCALARS = (str, int, float, bool)
 # allowReserved: RFC 3986's reserved characters go unencoded, except those that would end a
@@ -75,7 +76,7 @@ def without_nulls(value: Any, keep: Collection[str] = (), pointer: str = "") -> 
     if isinstance(value, Mapping):
         kept = {}
         for key, member in value.items():
-            where = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+            where = f"{pointer}/{json_pointer.escaped(key)}"
             if member is not None or where in keep:
                 kept[key] = without_nulls(member, keep, where)
         return kept

@@ -41,6 +41,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import unquote
 
+from apps.common import json_pointer
 from apps.common.errors import (
     BusinessRuleError,
     ErrorDetail,
@@ -108,7 +109,7 @@ def field_pointer(name: str, wire_names: Mapping[str, str]) -> str:
     if name.startswith(("/", "#/")):
         # The URI fragment form percent-encodes what a URI cannot hold (RFC 6901 §6).
         written = (unquote(name[1:]) if name.startswith("#") else name).split("/")[1:]
-        segments = [part.replace("~1", "/").replace("~0", "~") for part in written]
+        segments = [json_pointer.unescaped(part) for part in written]
     else:
         name = name.removeprefix("$.")
         cut = min((i for i in (name.find("."), name.find("[")) if i >= 0), default=len(name))

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from apps.common import json_pointer
 from apps.common.jsontext import printable
 
 MAX_QUOTE = 80
@@ -32,8 +33,7 @@ def quote(value: Any, limit: int = MAX_QUOTE) -> str:
 
 def pointer(parts: Iterable[str | int]) -> str:
     """The JSON pointer of a path; "/" for the top level, as the contract's details use."""
-    escaped = [str(p).replace("~", "~0").replace("/", "~1") for p in parts]
-    return "/" + "/".join(escaped) if escaped else "/"
+    return json_pointer.pointer(parts) or "/"
 
 
 def field_label(parts: Sequence[str | int]) -> str:
