@@ -61,6 +61,18 @@ def booking_killed_mid_call(api, agent, tmp_path: Path, *, killed_once: str, sta
     return body, LedgerEntry.objects.get(), port, state_file
 
 
+def _requests_settled(shipping: McpUpstream) -> int:
+    """The server's request count once it stops growing: after a timeout the client still
+    sends a `notifications/cancelled` in the background, which is no question about the write."""
+    count = len(shipping.authorizations)
+    for _ in range(30):
+        time.sleep(0.2)
+        if len(shipping.authorizations) == count:
+            return count
+        count = len(shipping.authorizations)
+    return count
+
+
 def test_a_write_carries_the_ledgers_key_in_its_idempotency_argument(api, agent, shipping):
     # given
     register(agent, shipping.url)
@@ -158,11 +170,12 @@ def test_an_answer_without_found_settles_nothing_and_is_asked_again(api, agent, 
 def test_a_write_that_sends_no_key_cannot_be_asked_about(api, agent, shipping):
     # given: a status tool, but a version that does not put the key in the write
     register(agent, shipping.url, status_tool="pickup_status")
-    mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=0.5)
-    shipping.pickup_delay_s = 1.0
+    mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=1.0)
+    shipping.pickup_delay_s = 2.0
     invoke(api, "schedule_pickup", {"shipment_id": "s-1"})
     entry = LedgerEntry.objects.get()
-    posts = len(shipping.authorizations)
+    assert entry.state == LedgerState.UNKNOWN
+    posts = _requests_settled(shipping)
 
     # when
     ledger_reconcile_entry(entry_id=entry.pk)
@@ -177,11 +190,12 @@ def test_a_write_that_sends_no_key_cannot_be_asked_about(api, agent, shipping):
 def test_the_egress_policy_refuses_asking_the_status_tool(api, agent, shipping, settings):
     # given
     register(agent, shipping.url, status_tool="pickup_status")
-    mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=0.5, **KEYED)
-    shipping.pickup_delay_s = 1.0
+    mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=1.0, **KEYED)
+    shipping.pickup_delay_s = 2.0
     invoke(api, "schedule_pickup", {"shipment_id": "s-1"})
     entry = LedgerEntry.objects.get()
-    posts = len(shipping.authorizations)
+    assert entry.state == LedgerState.UNKNOWN
+    posts = _requests_settled(shipping)
     settings.TOOLHUB_EGRESS_ALLOW = []
 
     # when
