@@ -46,7 +46,7 @@ from mcp_types import (
 
 from apps.common.egress import EgressRefused
 from apps.common.errors import UnavailableError, UpstreamError
-from apps.gateway.pipeline.text import pointer
+from apps.gateway.text import pointer
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call

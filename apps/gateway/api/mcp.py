@@ -52,12 +52,11 @@ from apps.common.errors import InternalError, ToolHubError
 from apps.common.metrics import refusal_observed
 from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
 from apps.common.request_body import BodyCut, BodyReadTimeout, body_refusal_error
+from apps.gateway.contracts import ToolCall
+from apps.gateway.replies import envelope_text
+from apps.gateway.services import InvokeOptions, invoke_calls
+from apps.gateway.tool_exports import agent_tool_export
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
-
-from .api.adapters import envelope_text
-from .contracts import ToolCall
-from .services import InvokeOptions, invoke_calls
-from .tool_exports import agent_tool_export
 
 logger = logging.getLogger("toolhub.mcp")
 
