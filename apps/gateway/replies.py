@@ -19,7 +19,7 @@ from .replays import entry_outcome, poll_path
 MIN_ALLOWANCE_CHARS = 200
 
 
-def error_envelope(error: ToolHubError, *, call_id: str, tool: str | None = None) -> dict[str, Any]:
+def error_envelope(error: ToolHubError, *, call_id: str | None, tool: str | None = None) -> dict[str, Any]:
     """An error as the model reads it (and as the ledger stores a failed call's answer)."""
     return error.as_envelope(call_id=call_id, tool=tool)
 
