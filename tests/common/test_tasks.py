@@ -47,7 +47,7 @@ def test_a_given_soft_limit_and_reject_on_worker_lost_are_kept():
 
 def test_a_name_outside_the_table_or_a_soft_limit_not_below_the_hard_one_is_refused_at_declaration():
     with pytest.raises(ValueError):
-        toolhub_task(name="ledger.renamed", time_limit=60)  # type: ignore[arg-type]
+        toolhub_task(name="ledger.renamed", time_limit=60)
     with pytest.raises(ValueError, match="not below the hard one"):
         toolhub_task(name=TaskName.LEDGER_SWEEP, time_limit=60, soft_time_limit=60)
 
@@ -56,7 +56,7 @@ def test_delay_still_checks_the_task_functions_arguments():
     # The metrics are taken in ToolHubTask.__call__, not a wrapper, so .delay() still sees
     # the function's own signature and refuses a wrong call before anything is sent.
     with pytest.raises(TypeError):
-        gateway_tasks.execute_entry_task.delay()  # type: ignore[call-arg]
+        gateway_tasks.execute_entry_task.delay()
 
 
 @pytest.mark.django_db

@@ -25,7 +25,7 @@ def test_the_update_sql_is_the_statement_queryset_update_runs_with_its_condition
     values = {"is_active": False, "first_name": F("last_name")}
     ran: list[tuple[str, list[object]]] = []
 
-    def record(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def record(execute, sql, params, many, context):
         ran.append((sql, list(params)))
         return execute(sql, params, many, context)
 
