@@ -32,6 +32,8 @@ from django.utils.html import format_html
 from django.utils.module_loading import import_string
 from django.utils.safestring import SafeString
 
+from .compat.django_admin import object_not_found
+
 if TYPE_CHECKING:
     from django.contrib.admin.options import _ListFilterT
     from django.template.response import _TemplateForResponseT
@@ -374,10 +376,7 @@ class ObjectButtonsMixin(_ModelAdminMixinBase):
             return HttpResponseNotAllowed(["POST"])
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
-            # Django's own "not found" answer of the admin; private, so not in the stubs.
-            return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
-                request, self.opts, object_id
-            )
+            return object_not_found(self, request, object_id)
         offered = {b.name: b for b in self.object_buttons(request, obj)}
         if button not in offered:
             raise PermissionDenied

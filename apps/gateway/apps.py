@@ -1,3 +1,11 @@
+"""apps.gateway owns the invoke path: the pure pipeline, the executors (the only outbound
+I/O, through the egress transport), orchestration, the agent API, MCP, and the Celery tasks
+that execute and reconcile ledger entries (keeping their `ledger.*` names).
+
+May import: ledger, catalog, tenancy, upstreams, audit, common (layers contract,
+pyproject.toml); never capabilities, imports, catalog_as_code, dashboards or demo_shop.
+"""
+
 from django.apps import AppConfig
 
 
