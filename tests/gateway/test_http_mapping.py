@@ -8,7 +8,7 @@ import json
 import pytest
 
 from apps.common.errors import InvalidArgsError
-from apps.gateway.executors.http_mapping import (
+from apps.gateway.executors.http.mapping import (
     RequestParts,
     ResponseShapeError,
     request_parts,

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from apps.common.errors import InvalidArgsError
-from apps.gateway.executors.http_mapping import request_parts
+from apps.gateway.executors.http.mapping import request_parts
 
 EMPTY, STRING, ARRAY, OBJECT = "", "blue", ["blue", "black", "brown"], {"R": 100, "G": 200, "B": 150}
 BASE = {"url": "https://api.example.com", "method": "GET"}

@@ -7,9 +7,9 @@ from typing import Any
 from django.db import connection
 
 from .base import ExecutionRequest, ReconcileAnswer
-from .http import reconcile_http, run_http
-from .mcp import reconcile_mcp, run_mcp
-from .python import reconcile_python, run_python
+from .http.executor import reconcile_http, run_http
+from .mcp.executor import reconcile_mcp, run_mcp
+from .python.executor import reconcile_python, run_python
 
 _RUNNERS = {"python": run_python, "http": run_http, "mcp": run_mcp}
 _RECONCILERS = {"python": reconcile_python, "http": reconcile_http, "mcp": reconcile_mcp}

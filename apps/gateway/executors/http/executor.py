@@ -3,14 +3,14 @@
 Where the request goes and which credentials it carries is the endpoint (`_endpoint`): a URL
 or a platform URL setting, and a platform secret named by `secret_ref`, never anything from
 arguments. How the arguments fill the request (method, path, query, headers, body) and which
-part of the answer is the result is http_mapping.py. Each failure is classified by what we
+part of the answer is the result is mapping.py. Each failure is classified by what we
 know about the side effect: nothing sent (the request could not be built, or failed before a
 byte left: no http(s) scheme, DNS failure, connection refused) → not applied; sent but no
 clear answer → ambiguous.
 
 Only platform-owned tools may name platform settings (`secret_ref`, `url_setting`): checked
 on save, and again here in case a tool changed owner. Every connection goes through the
-egress policy (egress.py). Either refusal is `unavailable`, with nothing sent.
+egress policy (../egress.py). Either refusal is `unavailable`, with nothing sent.
 
 httpx's timeouts bound each read and write, not the whole exchange: an upstream that
 drips a byte at a time would never trip them. So the exchange runs on a worker thread
@@ -43,8 +43,8 @@ from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
-from .answer_limit import ResponseTooLarge
-from .base import (
+from ..answer_limit import ResponseTooLarge
+from ..base import (
     AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionNotSent,
@@ -53,8 +53,8 @@ from .base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
-from .egress import EgressRefused, EgressTransport
-from .http_mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
+from ..egress import EgressRefused, EgressTransport
+from .mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
 from .upstream_errors import ErrorAnswer, refusal, wire_names
 
 logger = logging.getLogger("toolhub.egress")
@@ -63,6 +63,11 @@ _CLIENT = httpx.Client(
     transport=EgressTransport(), follow_redirects=False, headers={"User-Agent": "ToolHub/1"}
 )
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolhub-http")
+
+
+def shared_client() -> httpx.Client:
+    """The client every http call goes through (its pool, the egress transport)."""
+    return _CLIENT
 
 
 @dataclass(frozen=True)
