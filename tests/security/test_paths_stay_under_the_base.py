@@ -27,7 +27,7 @@ from apps.tenancy.models import Grant
 from apps.upstreams.models import Upstream as UpstreamRecord
 from apps.upstreams.services import credential_set, upstream_save
 from tests.gateway.conftest import invoke
-from tests.gateway.test_http_upstreams import PARAMETERS
+from tests.gateway.executors.http.test_http_upstreams import PARAMETERS
 from tests.http_upstream import Upstream, http_upstream
 from tests.listeners import RecordingListener, recording_listener
 
