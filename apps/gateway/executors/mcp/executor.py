@@ -61,7 +61,7 @@ from ..base import (
     ReconcileAnswer,
 )
 from ..egress import destination_refusal
-from ..http.executor import Endpoint
+from ..endpoint import Endpoint
 from .sessions import LOOP, Progress, Session, SessionKey, SessionLost, call_on, leaf, on_session
 
 logger = logging.getLogger("toolhub.egress")
