@@ -15,6 +15,11 @@ class GatewayConfig(AppConfig):
     verbose_name = "Gateway"
 
     def ready(self) -> None:
+        # Each executor package registers its kind, for the gateway and the catalog (executors/registry.py).
+        from .executors import discover
+
+        discover()
+
         # The ledger's admin approves and reconciles entries; only the gateway executes them,
         # and the ledger may not import it (apps/ledger/execution_hooks.py).
         from apps.ledger.execution_hooks import EntryExecution, register_entry_execution
