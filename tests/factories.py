@@ -1,9 +1,13 @@
 """factory_boy factories shared by the whole suite."""
 
+from typing import Any
+
 import factory
 
 from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Agent, Grant, Tenant
+from apps.upstreams.models import Credential, SubjectCredential, Upstream
+from apps.upstreams.services import credential_set, credential_set_for_subject, upstream_save
 
 SIMPLE_SCHEMA = {
     "type": "object",
@@ -56,3 +60,78 @@ class GrantFactory(factory.django.DjangoModelFactory):
 
     tenant = factory.SubFactory(TenantFactory)
     tool = factory.SubFactory(ToolFactory)
+
+
+# The bearer key of the shipping MCP server's upstream (UpstreamFactory(shipping=True)).
+SHIPPING_KEY = "sk-live-7d2e-mcp-upstream-secret"
+
+
+class CredentialFactory(factory.django.DjangoModelFactory):
+    """A credential made by the upstreams app's service, so its value is stored encrypted as in
+    production. `tenant=None` is the platform's; `per_subject=True` holds no value, each end
+    user's token being a SubjectCredentialFactory."""
+
+    class Meta:
+        model = Credential
+
+    tenant = factory.SubFactory(TenantFactory)
+    name = factory.Sequence(lambda n: f"key-{n}")
+    kind = "bearer"
+    field = ""
+    per_subject = False
+    value = factory.LazyAttribute(lambda o: None if o.per_subject else f"sk-test-{o.name}-0123")
+    actor = "test"
+
+    @classmethod
+    def _create(cls, model_class: type[Credential], *args: Any, **fields: Any) -> Credential:
+        return credential_set(**fields)
+
+
+class SubjectCredentialFactory(factory.django.DjangoModelFactory):
+    """One end user's own token of a per-subject credential, registered (encrypted) by the
+    service as the agent `agent` would register it."""
+
+    class Meta:
+        model = SubjectCredential
+
+    credential = factory.SubFactory(CredentialFactory, per_subject=True)
+    agent = factory.SubFactory(AgentFactory, tenant=factory.SelfAttribute("..credential.tenant"))
+    subject = factory.Sequence(lambda n: f"u-{n}")
+    value = factory.LazyAttribute(lambda o: f"token-of-{o.subject}-0123")
+    actor = "test"
+
+    @classmethod
+    def _create(cls, model_class: type[SubjectCredential], *args: Any, agent: Agent, **fields: Any
+                ) -> SubjectCredential:
+        return credential_set_for_subject(agent_id=agent.pk, **fields)
+
+
+class UpstreamFactory(factory.django.DjangoModelFactory):
+    """An upstream saved by the upstreams app's service (validated, audited). An HTTP API of a
+    tenant by default; `mcp=True` an MCP server, `tenant=None` the platform's; `shipping=True`
+    the tenant's MCP server `shipping` with its bearer key SHIPPING_KEY (give base_url)."""
+
+    class Meta:
+        model = Upstream
+
+    class Params:
+        mcp = factory.Trait(kind="mcp")
+        shipping = factory.Trait(
+            kind="mcp",
+            name="shipping",
+            credential=factory.SubFactory(
+                CredentialFactory, tenant=factory.SelfAttribute("..tenant"), name="shipping-key",
+                value=SHIPPING_KEY,
+            ),
+        )
+
+    tenant = factory.SubFactory(TenantFactory)
+    name = factory.Sequence(lambda n: f"upstream-{n}")
+    kind = "http"
+    base_url = "https://orders.example.com/v1"
+    credential = None
+    actor = "test"
+
+    @classmethod
+    def _create(cls, model_class: type[Upstream], *args: Any, actor: str, **fields: Any) -> Upstream:
+        return upstream_save(upstream=model_class(**fields), actor=actor)
