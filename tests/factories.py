@@ -109,7 +109,8 @@ class SubjectCredentialFactory(factory.django.DjangoModelFactory):
 class UpstreamFactory(factory.django.DjangoModelFactory):
     """An upstream saved by the upstreams app's service (validated, audited). An HTTP API of a
     tenant by default; `mcp=True` an MCP server, `tenant=None` the platform's; `shipping=True`
-    the tenant's MCP server `shipping` with its bearer key SHIPPING_KEY (give base_url)."""
+    the tenant's MCP server `shipping` with its bearer key SHIPPING_KEY (give base_url; with
+    credential__per_subject=True, each end user's own token instead)."""
 
     class Meta:
         model = Upstream
@@ -121,7 +122,7 @@ class UpstreamFactory(factory.django.DjangoModelFactory):
             name="shipping",
             credential=factory.SubFactory(
                 CredentialFactory, tenant=factory.SelfAttribute("..tenant"), name="shipping-key",
-                value=SHIPPING_KEY,
+                value=factory.LazyAttribute(lambda o: None if o.per_subject else SHIPPING_KEY),
             ),
         )
 
