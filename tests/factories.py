@@ -107,16 +107,28 @@ class SubjectCredentialFactory(factory.django.DjangoModelFactory):
 
 
 class UpstreamFactory(factory.django.DjangoModelFactory):
-    """An upstream saved by the upstreams app's service (validated, audited). An HTTP API of a
-    tenant by default; `mcp=True` an MCP server, `tenant=None` the platform's; `shipping=True`
-    the tenant's MCP server `shipping` with its bearer key SHIPPING_KEY (give base_url; with
-    credential__per_subject=True, each end user's own token instead)."""
+    """An upstream saved by the upstreams app's service (validated, audited): an HTTP API of a
+    tenant by default, without a credential. `keyed=True`: with a credential of its owner;
+    `mcp=True`: an MCP server; `tenant=None`: the platform's. `orders=True`: the HTTP API
+    `orders-api` with its key `orders-key`; `shipping=True`: the MCP server `shipping` with its
+    bearer key `shipping-key`, SHIPPING_KEY (give base_url). The credential's fields are set
+    with credential__…; credential__per_subject=True makes it each end user's own token."""
 
     class Meta:
         model = Upstream
 
     class Params:
         mcp = factory.Trait(kind="mcp")
+        # A credential of the upstream's own owner (set its fields with credential__…).
+        keyed = factory.Trait(
+            credential=factory.SubFactory(CredentialFactory, tenant=factory.SelfAttribute("..tenant"))
+        )
+        orders = factory.Trait(
+            name="orders-api",
+            credential=factory.SubFactory(
+                CredentialFactory, tenant=factory.SelfAttribute("..tenant"), name="orders-key"
+            ),
+        )
         shipping = factory.Trait(
             kind="mcp",
             name="shipping",
