@@ -1,5 +1,6 @@
 """factory_boy factories shared by the whole suite."""
 
+import logging
 from typing import Any
 
 import factory
@@ -8,6 +9,11 @@ from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.upstreams.models import Credential, SubjectCredential, Upstream
 from apps.upstreams.services import credential_set, credential_set_for_subject, upstream_save
+
+# factory_boy logs every call's arguments at DEBUG, a credential's value among them: the
+# tests that capture every record at DEBUG to show a secret is never logged must read only
+# ToolHub's own records.
+logging.getLogger("factory").setLevel(logging.INFO)
 
 SIMPLE_SCHEMA = {
     "type": "object",
@@ -109,7 +115,7 @@ class SubjectCredentialFactory(factory.django.DjangoModelFactory):
 class UpstreamFactory(factory.django.DjangoModelFactory):
     """An upstream saved by the upstreams app's service (validated, audited): an HTTP API of a
     tenant by default, without a credential. `keyed=True`: with a credential of its owner;
-    `mcp=True`: an MCP server; `tenant=None`: the platform's. `orders=True`: the HTTP API
+    `mcp=True`: an MCP server; `platform=True` (or tenant=None): the platform's. `orders=True`: the HTTP API
     `orders-api` with its key `orders-key`; `shipping=True`: the MCP server `shipping` with its
     bearer key `shipping-key`, SHIPPING_KEY (give base_url). The credential's fields are set
     with credential__…; credential__per_subject=True makes it each end user's own token."""
@@ -119,6 +125,7 @@ class UpstreamFactory(factory.django.DjangoModelFactory):
 
     class Params:
         mcp = factory.Trait(kind="mcp")
+        platform = factory.Trait(tenant=None)
         # A credential of the upstream's own owner (set its fields with credential__…).
         keyed = factory.Trait(
             credential=factory.SubFactory(CredentialFactory, tenant=factory.SelfAttribute("..tenant"))
