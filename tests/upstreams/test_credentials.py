@@ -15,12 +15,8 @@ from apps.audit.models import AuditEvent
 from apps.upstreams.errors import CredentialUnreadable, SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import Credential, SubjectCredential, Upstream
 from apps.upstreams.selectors import upstream_for_call
-from apps.upstreams.services import (
-    credential_delete_for_subject,
-    credential_set_for_subject,
-    credentials_rotate,
-)
-from tests.factories import AgentFactory, CredentialFactory, UpstreamFactory
+from apps.upstreams.services import credential_delete_for_subject, credentials_rotate
+from tests.factories import AgentFactory, CredentialFactory, SubjectCredentialFactory, UpstreamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -49,8 +45,8 @@ def test_rotation_moves_every_value_to_the_newest_key(acme, settings, fernet_key
     settings.TOOLHUB_ENCRYPTION_KEYS = [old]
     credential = CredentialFactory(tenant=acme, name="crm", kind="bearer", per_subject=True)
     CredentialFactory(tenant=acme, name="orders-key", value=SECRET)
-    credential_set_for_subject(credential=credential, agent_id=AgentFactory(tenant=acme).pk, subject="u-1",
-                               value="user-token-0001", actor="test")
+    SubjectCredentialFactory(credential=credential, agent=AgentFactory(tenant=acme), subject="u-1",
+                             value="user-token-0001")
     upstream = UpstreamFactory(tenant=acme, name="orders-api",
                                credential=Credential.objects.get(name="orders-key"))
 
@@ -148,8 +144,7 @@ def test_a_per_user_credential_uses_the_sessions_own_token_registered_by_the_cal
     credential = CredentialFactory(tenant=acme, name="crm", per_subject=True)
     upstream = UpstreamFactory(tenant=acme, name="orders-api", credential=credential)
     agent, other_agent = AgentFactory(tenant=acme, name="bot"), AgentFactory(tenant=acme, name="other-bot")
-    credential_set_for_subject(credential=credential, agent_id=agent.pk, subject="u-1",
-                               value="token-of-u-1-xyz", actor="test")
+    SubjectCredentialFactory(credential=credential, agent=agent, subject="u-1", value="token-of-u-1-xyz")
 
     own = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1", agent_id=agent.pk)
     with pytest.raises(SubjectCredentialMissing) as other:
