@@ -114,11 +114,13 @@ class SubjectCredentialFactory(factory.django.DjangoModelFactory):
 
 class UpstreamFactory(factory.django.DjangoModelFactory):
     """An upstream saved by the upstreams app's service (validated, audited): an HTTP API of a
-    tenant by default, without a credential. `keyed=True`: with a credential of its owner;
-    `mcp=True`: an MCP server; `platform=True` (or tenant=None): the platform's. `orders=True`: the HTTP API
-    `orders-api` with its key `orders-key`; `shipping=True`: the MCP server `shipping` with its
-    bearer key `shipping-key`, SHIPPING_KEY (give base_url). The credential's fields are set
-    with credential__…; credential__per_subject=True makes it each end user's own token."""
+    tenant by default, without a credential.
+
+    Traits: `keyed`, with a credential of its owner; `mcp`, an MCP server; `platform` (or
+    tenant=None), the platform's; `orders`, the HTTP API `orders-api` with its key
+    `orders-key`; `shipping`, the MCP server `shipping` with its bearer key `shipping-key`
+    (SHIPPING_KEY; give base_url). The credential's fields are set with credential__…;
+    credential__per_subject=True makes it each end user's own token."""
 
     class Meta:
         model = Upstream
