@@ -1,7 +1,14 @@
-"""Shared fixtures: factories live in tests/factories.py."""
+"""Shared fixtures: factories live in tests/factories.py; the shipping MCP server on loopback
+and its upstream row are here, for every test folder."""
+
+from collections.abc import Iterator
 
 import pytest
 from django.core.cache import cache
+
+from apps.upstreams.models import Upstream
+from tests.factories import UpstreamFactory
+from tests.mcp_upstream import McpUpstream, mcp_upstream
 
 
 @pytest.fixture(autouse=True)
@@ -19,3 +26,17 @@ def imports_in_process(monkeypatch):
     from apps.imports.tasks import openapi_import_task
 
     monkeypatch.setattr(openapi_import_task, "delay", lambda run_id: openapi_import_task.apply(args=[run_id]))
+
+
+@pytest.fixture
+def shipping() -> Iterator[McpUpstream]:
+    """The shipping MCP server (tests/mcp_upstream.py), real, on a loopback thread of this
+    process, stopped after the test."""
+    with mcp_upstream() as running:
+        yield running
+
+
+@pytest.fixture
+def shipping_upstream(agent, shipping: McpUpstream) -> Upstream:
+    """The agent's tenant's upstream `shipping`: that server, with its bearer key SHIPPING_KEY."""
+    return UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url)

@@ -1,9 +1,19 @@
 """factory_boy factories shared by the whole suite."""
 
+import logging
+from typing import Any
+
 import factory
 
 from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Agent, Grant, Tenant
+from apps.upstreams.models import Credential, SubjectCredential, Upstream
+from apps.upstreams.services import credential_set, credential_set_for_subject, upstream_save
+
+# factory_boy logs every call's arguments at DEBUG, a credential's value among them: the
+# tests that capture every record at DEBUG to show a secret is never logged must read only
+# ToolHub's own records.
+logging.getLogger("factory").setLevel(logging.INFO)
 
 SIMPLE_SCHEMA = {
     "type": "object",
@@ -56,3 +66,94 @@ class GrantFactory(factory.django.DjangoModelFactory):
 
     tenant = factory.SubFactory(TenantFactory)
     tool = factory.SubFactory(ToolFactory)
+
+
+# The bearer key of the shipping MCP server's upstream (UpstreamFactory(shipping=True)).
+SHIPPING_KEY = "sk-live-7d2e-mcp-upstream-secret"
+
+
+class CredentialFactory(factory.django.DjangoModelFactory):
+    """A credential made by the upstreams app's service, so its value is stored encrypted as in
+    production. `tenant=None` is the platform's; `per_subject=True` holds no value, each end
+    user's token being a SubjectCredentialFactory."""
+
+    class Meta:
+        model = Credential
+
+    tenant = factory.SubFactory(TenantFactory)
+    name = factory.Sequence(lambda n: f"key-{n}")
+    kind = "bearer"
+    field = ""
+    per_subject = False
+    value = factory.LazyAttribute(lambda o: None if o.per_subject else f"sk-test-{o.name}-0123")
+    actor = "test"
+
+    @classmethod
+    def _create(cls, model_class: type[Credential], *args: Any, **fields: Any) -> Credential:
+        return credential_set(**fields)
+
+
+class SubjectCredentialFactory(factory.django.DjangoModelFactory):
+    """One end user's own token of a per-subject credential, registered (encrypted) by the
+    service as the agent `agent` would register it."""
+
+    class Meta:
+        model = SubjectCredential
+
+    credential = factory.SubFactory(CredentialFactory, per_subject=True)
+    agent = factory.SubFactory(AgentFactory, tenant=factory.SelfAttribute("..credential.tenant"))
+    subject = factory.Sequence(lambda n: f"u-{n}")
+    value = factory.LazyAttribute(lambda o: f"token-of-{o.subject}-0123")
+    actor = "test"
+
+    @classmethod
+    def _create(cls, model_class: type[SubjectCredential], *args: Any, agent: Agent, **fields: Any
+                ) -> SubjectCredential:
+        return credential_set_for_subject(agent_id=agent.pk, **fields)
+
+
+class UpstreamFactory(factory.django.DjangoModelFactory):
+    """An upstream saved by the upstreams app's service (validated, audited): an HTTP API of a
+    tenant by default, without a credential.
+
+    Traits: `keyed`, with a credential of its owner; `mcp`, an MCP server; `platform` (or
+    tenant=None), the platform's; `orders`, the HTTP API `orders-api` with its key
+    `orders-key`; `shipping`, the MCP server `shipping` with its bearer key `shipping-key`
+    (SHIPPING_KEY; give base_url). The credential's fields are set with credential__…;
+    credential__per_subject=True makes it each end user's own token."""
+
+    class Meta:
+        model = Upstream
+
+    class Params:
+        mcp = factory.Trait(kind="mcp")
+        platform = factory.Trait(tenant=None)
+        # A credential of the upstream's own owner (set its fields with credential__…).
+        keyed = factory.Trait(
+            credential=factory.SubFactory(CredentialFactory, tenant=factory.SelfAttribute("..tenant"))
+        )
+        orders = factory.Trait(
+            name="orders-api",
+            credential=factory.SubFactory(
+                CredentialFactory, tenant=factory.SelfAttribute("..tenant"), name="orders-key"
+            ),
+        )
+        shipping = factory.Trait(
+            kind="mcp",
+            name="shipping",
+            credential=factory.SubFactory(
+                CredentialFactory, tenant=factory.SelfAttribute("..tenant"), name="shipping-key",
+                value=factory.LazyAttribute(lambda o: None if o.per_subject else SHIPPING_KEY),
+            ),
+        )
+
+    tenant = factory.SubFactory(TenantFactory)
+    name = factory.Sequence(lambda n: f"upstream-{n}")
+    kind = "http"
+    base_url = "https://orders.example.com/v1"
+    credential = None
+    actor = "test"
+
+    @classmethod
+    def _create(cls, model_class: type[Upstream], *args: Any, actor: str, **fields: Any) -> Upstream:
+        return upstream_save(upstream=model_class(**fields), actor=actor)

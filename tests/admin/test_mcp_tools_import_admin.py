@@ -5,9 +5,6 @@ superusers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -15,22 +12,10 @@ from django.urls import reverse
 
 from apps.catalog.models import ToolVersion
 from apps.upstreams.models import Upstream
-from apps.upstreams.services import upstream_save
-from tests.mcp_upstream import McpUpstream, free_port, mcp_upstream
+from tests.factories import UpstreamFactory
+from tests.mcp_upstream import free_port
 
 from .conftest import logged_in, staff_user
-
-
-@pytest.fixture
-def shipping() -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
-
-
-def mcp_server(tenant, url: str, name: str = "shipping") -> Upstream:
-    record = Upstream(tenant=tenant, name=name, kind="mcp", base_url=url)
-    upstream_save(upstream=record, actor="test")
-    return record
 
 
 def page_of(upstream: Upstream) -> str:
@@ -46,7 +31,7 @@ def curator(username: str, tenant):
 
 def test_the_upstreams_page_links_to_its_import_and_lists_the_servers_tools(world, shipping):
     # given
-    upstream = mcp_server(world.acme.tenant, shipping.url)
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping", base_url=shipping.url)
     acme = curator("acme-curator", world.acme.tenant)
 
     # when
@@ -67,7 +52,7 @@ def test_the_upstreams_page_links_to_its_import_and_lists_the_servers_tools(worl
 
 def test_ticked_tools_become_drafts_shown_with_side_effect_and_lint(world, shipping):
     # given
-    upstream = mcp_server(world.acme.tenant, shipping.url)
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping", base_url=shipping.url)
     acme = curator("acme-curator", world.acme.tenant)
 
     # when
@@ -94,7 +79,7 @@ def test_ticked_tools_become_drafts_shown_with_side_effect_and_lint(world, shipp
 
 def test_the_listing_reads_the_imported_versions_in_queries_that_do_not_grow_with_the_tools(world, shipping):
     # given: two of the listed tools imported
-    upstream = mcp_server(world.acme.tenant, shipping.url)
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping", base_url=shipping.url)
     acme = curator("acme-curator", world.acme.tenant)
     acme.post(page_of(upstream), {"tools": ["track_shipment", "schedule_pickup"]})
     with CaptureQueriesContext(connection) as two_imported:
@@ -115,7 +100,7 @@ def test_the_listing_reads_the_imported_versions_in_queries_that_do_not_grow_wit
 
 
 def test_ticking_nothing_imports_nothing(world, shipping):
-    upstream = mcp_server(world.acme.tenant, shipping.url)
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping", base_url=shipping.url)
 
     response = curator("acme-curator", world.acme.tenant).post(page_of(upstream), {})
 
@@ -125,7 +110,8 @@ def test_ticking_nothing_imports_nothing(world, shipping):
 
 def test_an_unreachable_server_is_a_clear_error_on_the_page(world):
     # given: nothing listens at the upstream's URL
-    upstream = mcp_server(world.acme.tenant, f"http://127.0.0.1:{free_port()}/mcp")
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping",
+                               base_url=f"http://127.0.0.1:{free_port()}/mcp")
     acme = curator("acme-curator", world.acme.tenant)
 
     # when
@@ -141,7 +127,7 @@ def test_an_unreachable_server_is_a_clear_error_on_the_page(world):
 
 def test_another_tenants_staff_cannot_reach_the_page(world, shipping):
     # given: acme's server
-    upstream = mcp_server(world.acme.tenant, shipping.url)
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping", base_url=shipping.url)
     globex = curator("globex-curator", world.globex.tenant)
 
     # when
@@ -159,7 +145,7 @@ def test_a_platform_servers_tools_are_imported_by_a_superuser_into_the_tenant_pi
     world, shipping, superuser
 ):
     # given: a platform upstream, which tenant staff may use but not import from
-    upstream = mcp_server(None, shipping.url, name="platform-shipping")
+    upstream = UpstreamFactory(mcp=True, platform=True, name="platform-shipping", base_url=shipping.url)
     acme = curator("acme-curator", world.acme.tenant)
     assert acme.get(page_of(upstream)).status_code == 404
     upstream_page = acme.get(reverse("admin:upstreams_upstream_change", args=[upstream.pk])).content.decode()
@@ -184,7 +170,7 @@ def test_a_long_description_is_shown_cut_with_an_ellipsis_not_as_if_the_server_e
         return "12.50 EUR"
 
     shipping.add_tool(rates, description="Shipping rates. " + "Read the carrier's terms first. " * 20)
-    upstream = mcp_server(world.acme.tenant, shipping.url)
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping", base_url=shipping.url)
 
     # when
     html = curator("acme-curator", world.acme.tenant).get(page_of(upstream)).content.decode()
@@ -199,7 +185,7 @@ def test_a_recursive_schema_and_a_nul_name_are_listed_as_not_importable_with_the
     # given: the server also lists a tool whose schema contains itself, and one named with a NUL
     shipping.list_as_written("recurse", {"type": "object", "properties": {"n": {"$ref": "#"}}})
     shipping.list_as_written("bad\x00name", {"type": "object", "properties": {}})
-    upstream = mcp_server(world.acme.tenant, shipping.url)
+    upstream = UpstreamFactory(mcp=True, tenant=world.acme.tenant, name="shipping", base_url=shipping.url)
     acme = curator("acme-curator", world.acme.tenant)
 
     # when

@@ -19,7 +19,7 @@ from apps.ledger.models import LedgerEntry
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant, TenantPolicy
 from apps.tenancy.services import agent_key_issue
 from apps.upstreams.models import Credential, SubjectCredential, Upstream
-from apps.upstreams.services import credential_set, upstream_save
+from tests.factories import UpstreamFactory
 
 SECRET = "sk-live-platform-orders-0001"
 
@@ -77,10 +77,8 @@ def demo_installation(transactional_db, live_server, settings) -> dict[str, Any]
     with a secret of its own."""
     settings.TOOLHUB_DEMO_PAYMENTS_URL = f"{live_server.url}/demo/payments"
     demo_seed()
-    credential = credential_set(tenant=None, name="orders-key", kind="header", field="X-Api-Key",
-                                value=SECRET, per_subject=False, actor="test")
-    upstream_save(upstream=Upstream(tenant=None, name="orders-api", base_url="https://orders.example/v1",
-                                    credential=credential), actor="test")
+    UpstreamFactory(orders=True, platform=True, base_url="https://orders.example/v1",
+                    credential__kind="header", credential__field="X-Api-Key", credential__value=SECRET)
     return installation()
 
 

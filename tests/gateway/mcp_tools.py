@@ -1,5 +1,6 @@
-"""acme's shipping MCP server as an upstream, and published, granted versions calling its
-tools: the setting of the mcp executor's tests."""
+"""Published, granted versions calling the tools of acme's shipping MCP server (its upstream
+row: the `shipping_upstream` fixture or UpstreamFactory(shipping=True)): the setting of the
+mcp executor's tests."""
 
 from __future__ import annotations
 
@@ -9,27 +10,13 @@ from django.utils import timezone
 
 from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Grant
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, upstream_save
 
-SECRET = "sk-live-7d2e-mcp-upstream-secret"
 PARAMETERS = {
     "type": "object",
     "properties": {"shipment_id": {"type": "string", "description": "The shipment."}},
     "required": ["shipment_id"],
     "additionalProperties": False,
 }
-
-
-def register(agent: Any, url: str, *, kind: str = "mcp", status_tool: str = "") -> None:
-    """acme's MCP server as an upstream, with its bearer key."""
-    credential = credential_set(
-        tenant=agent.tenant, name="shipping-key", kind="bearer", field="", value=SECRET,
-        per_subject=False, actor="test",
-    )
-    record = Upstream(tenant=agent.tenant, name="shipping", kind=kind, base_url=url, credential=credential,
-                      status_tool=status_tool)
-    upstream_save(upstream=record, actor="test")
 
 
 def mcp_tool(

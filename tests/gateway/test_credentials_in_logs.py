@@ -5,35 +5,19 @@ parameter is called. Checked on the records as logged (before any handler or for
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 
 from apps.common.logs import JsonFormatter
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, upstream_save
+from tests.factories import UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.gateway.executors.http.test_http_upstreams import tenant_tool
 from tests.gateway.mcp_tools import mcp_tool
 from tests.http_upstream import http_upstream
-from tests.mcp_upstream import McpUpstream, mcp_upstream
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "qk-5f8e1d2c3b4a-query-secret"
-
-
-@pytest.fixture
-def shipping() -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
-
-
-def _query_credential(agent, url: str, *, kind: str, parameter: str) -> None:
-    credential = credential_set(tenant=agent.tenant, name="shipping-key", kind="query", field=parameter,
-                                value=SECRET, per_subject=False, actor="test")
-    upstream_save(upstream=Upstream(tenant=agent.tenant, name="shipping", kind=kind, base_url=url,
-                                    credential=credential), actor="test")
 
 
 def _leaks(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -45,7 +29,8 @@ def _leaks(caplog: pytest.LogCaptureFixture) -> list[str]:
 @pytest.mark.parametrize("parameter", ["key", "x-shipping-auth"])
 def test_an_mcp_servers_query_credential_is_in_no_log_record(api, agent, shipping, caplog, parameter):
     # given: an MCP server authenticated by a query parameter, and every logger at DEBUG
-    _query_credential(agent, shipping.url, kind="mcp", parameter=parameter)
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url,
+                    credential__kind="query", credential__field=parameter, credential__value=SECRET)
     mcp_tool(agent, "track_shipment")
     caplog.set_level(logging.DEBUG)
 
@@ -62,7 +47,8 @@ def test_an_mcp_servers_query_credential_is_in_no_log_record(api, agent, shippin
 def test_an_http_apis_query_credential_is_in_no_log_record(api, agent, caplog):
     # given
     with http_upstream() as orders:
-        _query_credential(agent, orders.url, kind="http", parameter="sig")
+        UpstreamFactory(shipping=True, kind="http", tenant=agent.tenant, base_url=orders.url,
+                        credential__kind="query", credential__field="sig", credential__value=SECRET)
         tenant_tool(agent, upstream="shipping")
         caplog.set_level(logging.DEBUG)
 

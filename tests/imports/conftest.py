@@ -1,47 +1,24 @@
-"""An MCP server on loopback registered as acme's upstream `shipping`, and helpers to import
-and publish its tools and to check it for drift."""
+"""acme's agent, with the shipping MCP server on loopback (the root conftest's `shipping`)
+registered as acme's upstream `shipping`, and helpers to import and publish its tools and to
+check it for drift."""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from apps.tenancy.models import Agent
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, upstream_save
-from tests.factories import AgentFactory, TenantFactory
-from tests.mcp_upstream import McpUpstream, mcp_upstream
-
-SECRET = "sk-live-mcp-import-secret"
+from tests.factories import AgentFactory, TenantFactory, UpstreamFactory
+from tests.mcp_upstream import McpUpstream
 
 
 @pytest.fixture
-def shipping() -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
-
-
-def register_mcp_upstream(agent: Agent, url: str, *, suspend: bool = False) -> Upstream:
-    """The tenant's upstream `shipping` of kind mcp at `url`, with its bearer key."""
-    credential = credential_set(
-        tenant=agent.tenant, name="shipping-key", kind="bearer", field="", value=SECRET,
-        per_subject=False, actor="test",
-    )
-    return upstream_save(
-        upstream=Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=url,
-                          credential=credential, suspend_drifted_tools=suspend),
-        actor="test",
-    )
-
-
-@pytest.fixture
-def agent(db, shipping) -> Agent:
+def agent(db, shipping: McpUpstream) -> Agent:
     """acme's agent, and acme's upstream of kind mcp at the shipping server, with its key."""
     agent = AgentFactory(tenant=TenantFactory(slug="acme"), name="helper")
-    register_mcp_upstream(agent, shipping.url)
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url)
     return agent
 
 

@@ -10,8 +10,8 @@ from apps.audit.models import AuditEvent
 from apps.catalog.models import DriftFinding, ToolVersion
 from apps.catalog.services import drift_finding_review
 from apps.upstreams.models import Upstream
-from tests.factories import AgentFactory, TenantFactory
-from tests.imports.conftest import import_mcp, register_mcp_upstream, sync_upstreams, sync_upstreams_unreached
+from tests.factories import AgentFactory, TenantFactory, UpstreamFactory
+from tests.imports.conftest import import_mcp, sync_upstreams, sync_upstreams_unreached
 from tests.mcp_upstream import free_port
 
 pytestmark = pytest.mark.django_db
@@ -204,7 +204,7 @@ def test_an_upstream_nothing_was_imported_from_is_not_listed(agent, shipping):
 def test_each_tenant_finds_drift_only_in_its_own_tools(published, shipping):
     # given: globex imported the same server under its own upstream of the same name
     globex = AgentFactory(tenant=TenantFactory(slug="globex"), name="helper")
-    register_mcp_upstream(globex, shipping.url)
+    UpstreamFactory(shipping=True, tenant=globex.tenant, base_url=shipping.url)
     import_mcp("--tools", "track_shipment", "--publish", tenant="globex")
     CHANGES["description"](shipping)
 
@@ -227,7 +227,7 @@ def test_an_unknown_upstream_is_refused_clearly(published):
 
 def test_a_platform_upstream_finds_drift_in_each_tenants_tools(db, shipping):
     # given: the platform's MCP upstream, imported from by acme and globex
-    Upstream.objects.create(name="shipping", kind="mcp", base_url=shipping.url)
+    UpstreamFactory(mcp=True, tenant=None, name="shipping", base_url=shipping.url)
     for slug in ("acme", "globex"):
         TenantFactory(slug=slug)
         import_mcp("--tools", "track_shipment", "--publish", tenant=slug)

@@ -25,6 +25,7 @@ from apps.imports.tasks import upstream_sync_task, upstreams_sync_due_task
 from apps.tenancy.services import agent_key_issue
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import upstream_save
+from tests.factories import UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.imports.conftest import import_mcp, sync_upstreams
 from toolhub.celery import app as celery_app
@@ -184,10 +185,10 @@ def test_the_beat_job_claims_only_the_upstreams_that_are_due(agent, shipping):
     base = Upstream.objects.get(name="shipping")
     ages = {"shipping": None, "old": 20, "fresh": 5, "hourly": 50}
     for name, minutes in ages.items():
-        upstream = base if name == "shipping" else Upstream(tenant=base.tenant, name=name, kind="mcp",
-                                                            base_url=shipping.url)
-        upstream.sync_interval_minutes = 60 if name == "hourly" else 15
-        upstream_save(upstream=upstream, actor="test")
+        upstream = base if name == "shipping" else UpstreamFactory(
+            mcp=True, tenant=base.tenant, name=name, base_url=shipping.url,
+            sync_interval_minutes=60 if name == "hourly" else 15,
+        )
         Upstream.objects.filter(pk=upstream.pk).update(
             last_synced_at=None if minutes is None else now - timedelta(minutes=minutes)
         )

@@ -13,8 +13,9 @@ from apps.catalog.models import ToolVersion
 from apps.imports.limits import ImportLimits
 from apps.imports.mcp_tools import definition_problem, draft_of_tool
 from apps.tenancy.services import agent_key_issue
+from tests.factories import SHIPPING_KEY
 from tests.gateway.conftest import invoke
-from tests.imports.conftest import SECRET, import_mcp
+from tests.imports.conftest import import_mcp
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +39,7 @@ def test_each_listed_tool_becomes_a_draft_calling_it(agent, shipping):
     assert track.source["tool"]["name"] == "track_shipment"
     assert track.source["tool"]["inputSchema"]["properties"]["shipment_id"]["type"] == "string"
     assert "track_shipment: new → track_shipment v1 (draft)" in printed
-    assert set(shipping.authorizations) == {f"Bearer {SECRET}"}
+    assert set(shipping.authorizations) == {f"Bearer {SHIPPING_KEY}"}
     assert AuditEvent.objects.filter(action="mcp.import").count() == 1
 
 

@@ -22,8 +22,7 @@ from apps.imports.openapi import OpenAPIError
 from apps.imports.services import openapi_import
 from apps.tenancy.models import Grant
 from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set
-from tests.factories import AgentFactory, TenantFactory
+from tests.factories import AgentFactory, CredentialFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -362,10 +361,8 @@ def test_the_document_is_data_a_changed_source_is_frozen_with_the_version(tenant
 
 def test_a_missing_upstream_is_made_from_the_documents_server_with_the_named_credential(tenant):
     # given: the tenant stored the API's key, but has no upstream yet
-    credential = credential_set(
-        tenant=tenant, name="petstore-key", kind="bearer", field="", value="pk-0123456789abcdef",
-        per_subject=False, actor="curator",
-    )
+    credential = CredentialFactory(tenant=tenant, name="petstore-key", value="pk-0123456789abcdef",
+                                   actor="curator")
 
     # when
     _import(tenant, PETSTORE, upstream="petstore", credential="petstore-key")

@@ -13,7 +13,7 @@ from mcp.client.session import ClientSession
 from apps.imports.mcp_services import mcp_import
 from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.services import agent_key_issue
-from tests.gateway.mcp_tools import register
+from tests.factories import UpstreamFactory
 from tests.mcp_upstream import free_port, mcp_upstream_process
 
 from .test_mcp import run_client
@@ -24,7 +24,7 @@ def test_the_mcp_client_calls_a_federated_write_through_the_ledger(live_server, 
     # given: the shipping server's tools imported, published and granted to the agent
     state_file = tmp_path / "shipping.json"
     with mcp_upstream_process(free_port(), state_file) as server:
-        register(agent, server.url, status_tool="pickup_status")
+        UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=server.url, status_tool="pickup_status")
         mcp_import(tenant=agent.tenant, upstream="shipping", actor="test",
                    tool_names=["track_shipment", "schedule_pickup"], publish=True, grant_agents=[agent.name])
         headers = {"Authorization": f"Bearer {agent_key_issue(agent=agent).secret}"}

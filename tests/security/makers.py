@@ -25,10 +25,15 @@ from apps.demo_shop.models import DemoOrder, DemoRefund, PaymentsFault
 from apps.ledger.models import Approval, LedgerEntry, LedgerEvent, ReconcileAttempt
 from apps.tenancy.models import Grant, StaffScope, TenantPolicy
 from apps.tenancy.services import agent_key_issue
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, credential_set_for_subject, upstream_save
 from tests.catalog.factories import published
-from tests.factories import AgentFactory, TenantFactory, ToolFactory
+from tests.factories import (
+    AgentFactory,
+    CredentialFactory,
+    SubjectCredentialFactory,
+    TenantFactory,
+    ToolFactory,
+    UpstreamFactory,
+)
 
 # The slug of the tenant whose rows must never show to the other one, and is in all its text.
 MARK = "globex"
@@ -245,23 +250,18 @@ def _payments_fault(rows: TenantRows) -> models.Model:
 @maker("upstreams.Credential")
 def _credential(rows: TenantRows) -> models.Model:
     """Per end user, with one user's token: the inline of its page shows the subject."""
-    credential = credential_set(
-        tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-key", kind="bearer", field="", value="",
-        per_subject=True, actor=f"admin:{rows.slug}-staff",
-    )
-    credential_set_for_subject(credential=credential, agent_id=rows["tenancy.Agent"].pk,
-                               subject=f"{rows.slug}-user", value=f"{rows.slug}-token-0000", actor="test")
+    credential = CredentialFactory(tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-key", per_subject=True,
+                                   actor=f"admin:{rows.slug}-staff")
+    SubjectCredentialFactory(credential=credential, agent=rows["tenancy.Agent"], subject=f"{rows.slug}-user",
+                             value=f"{rows.slug}-token-0000")
     return credential
 
 
 @maker("upstreams.Upstream")
 def _upstream(rows: TenantRows) -> models.Model:
-    return upstream_save(
-        upstream=Upstream(
-            tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-api", base_url=f"https://api.{rows.slug}.example",
-            credential=rows["upstreams.Credential"],
-        ),
-        actor="test",
+    return UpstreamFactory(
+        tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-api", base_url=f"https://api.{rows.slug}.example",
+        credential=rows["upstreams.Credential"],
     )
 
 

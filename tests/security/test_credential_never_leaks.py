@@ -29,9 +29,7 @@ from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.models import Agent, Grant
 from apps.tenancy.services import session_mint
 from apps.upstreams.models import Credential
-from apps.upstreams.models import Upstream as UpstreamRecord
-from apps.upstreams.services import credential_set, upstream_save
-from tests.factories import TenantFactory
+from tests.factories import CredentialFactory, TenantFactory, UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.http_upstream import Answer, Received, Upstream, http_upstream
 from tests.upstreams.conftest import agent_api
@@ -96,12 +94,6 @@ def governed_tool(agent: Agent, name: str, *, upstream: str, params: dict, **con
     return version
 
 
-def upstream_with(tenant, name: str, url: str, *, credential: Credential) -> None:
-    upstream_save(
-        upstream=UpstreamRecord(tenant=tenant, name=name, base_url=url, credential=credential), actor="test"
-    )
-
-
 def every_row_as_text() -> dict[str, list[str]]:
     """Every row of every model's table, as PostgreSQL prints it (JSON and text alike)."""
     rows = {}
@@ -127,12 +119,10 @@ def test_the_credential_reaches_the_upstream_and_nothing_else(orders_api, caplog
     tenant = TenantFactory(slug="acme")
     api = agent_api(tenant)
     agent = Agent.objects.get(tenant=tenant)
-    key = credential_set(tenant=tenant, name="orders-key", kind=kind, field=field, value=secret,
-                         per_subject=False, actor="test")
-    crm_key = credential_set(tenant=tenant, name="crm-key", kind="bearer", field="", value=None,
-                             per_subject=True, actor="test")
-    upstream_with(tenant, "orders-api", orders_api.url, credential=key)
-    upstream_with(tenant, "crm-api", orders_api.url, credential=crm_key)
+    UpstreamFactory(orders=True, tenant=tenant, base_url=orders_api.url,
+                    credential__kind=kind, credential__field=field, credential__value=secret)
+    UpstreamFactory(keyed=True, tenant=tenant, name="crm-api", base_url=orders_api.url,
+                    credential__name="crm-key", credential__per_subject=True)
     governed_tool(agent, "order_lookup", upstream="orders-api", params=LOOKUP,
                   method="GET", path="/orders/{order_id}")
     governed_tool(agent, "order_note", upstream="orders-api", params=NOTE, method="POST",
@@ -215,15 +205,14 @@ def test_a_key_the_upstream_echoes_in_a_successful_answer_never_reaches_the_mode
     tenant = TenantFactory(slug="acme")
     api = agent_api(tenant)
     agent = Agent.objects.get(tenant=tenant)
-    key = credential_set(tenant=tenant, name="debug-key", kind=kind, field=field, value=secret,
-                         per_subject=False, actor="test")
+    key = CredentialFactory(tenant=tenant, name="debug-key", kind=kind, field=field, value=secret)
     with http_upstream() as echo:
         # Like httpbin's /anything: the answer repeats the request, credentials included.
         echo.answer = lambda received: Answer(body={
             "order_id": received.segments[-1],
             "request": {"headers": received.headers, "url": received.target, received.target: "seen"},
         })
-        upstream_with(tenant, "debug-api", echo.url, credential=key)
+        UpstreamFactory(tenant=tenant, name="debug-api", base_url=echo.url, credential=key)
         governed_tool(agent, "order_lookup", upstream="debug-api", params=LOOKUP,
                       method="GET", path="/orders/{order_id}")
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from apps.ledger.models import LedgerEntry, LedgerState
+from tests.factories import UpstreamFactory
 from tests.gateway.conftest import invoke
-from tests.gateway.executors.http.test_http_upstreams import an_upstream, tenant_tool
+from tests.gateway.executors.http.test_http_upstreams import tenant_tool
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +65,7 @@ def test_an_upstream_resolving_to_an_embedded_private_address_is_refused_before_
 ):
     # given: a tenant's upstream whose public-looking name resolves to the IPv6 form
     resolving(monkeypatch, address)
-    an_upstream(agent.tenant, f"http://{HOST}:8080")
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=f"http://{HOST}:8080")
     tenant_tool(agent, upstream="orders-api", side_effect="write")
 
     # when

@@ -24,8 +24,7 @@ from apps.gateway.executors.http.executor import reconcile_http
 from apps.imports.services import openapi_import
 from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.models import Grant
-from apps.upstreams.models import Upstream as UpstreamRecord
-from apps.upstreams.services import credential_set, upstream_save
+from tests.factories import UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.gateway.executors.http.test_http_upstreams import PARAMETERS
 from tests.http_upstream import Upstream, http_upstream
@@ -50,15 +49,9 @@ def attacker() -> Iterator[RecordingListener]:
 
 def platform_upstream(base_url: str, *, kind: str = "header", field: str = "X-Api-Key") -> None:
     """The platform's upstream, with the platform's credential (tenants' tools may use it)."""
-    credential = credential_set(
-        tenant=None, name="platform-key", kind=kind, field=field, value=PLATFORM_KEY, per_subject=False,
-        actor="operator",
-    )
-    upstream_save(
-        upstream=UpstreamRecord(tenant=None, name="platform-api", kind="http", base_url=base_url,
-                                credential=credential),
-        actor="operator",
-    )
+    UpstreamFactory(platform=True, keyed=True, name="platform-api", base_url=base_url, actor="operator",
+                    credential__name="platform-key", credential__kind=kind, credential__field=field,
+                    credential__value=PLATFORM_KEY, credential__actor="operator")
 
 
 def tenant_tool_with_path(agent, path: str, *, side_effect: str = "write") -> ToolVersion:

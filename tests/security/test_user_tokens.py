@@ -16,9 +16,9 @@ from rest_framework.test import APIClient
 from apps.tenancy.models import Agent, Grant
 from apps.tenancy.services import agent_key_issue, session_mint
 from apps.upstreams.models import SubjectCredential
-from tests.factories import AgentFactory
+from tests.factories import AgentFactory, UpstreamFactory
 from tests.gateway.conftest import invoke
-from tests.gateway.executors.http.test_http_upstreams import an_upstream, tenant_tool
+from tests.gateway.executors.http.test_http_upstreams import tenant_tool
 from tests.http_upstream import Answer, Upstream, http_upstream
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def other_agent(agent) -> Agent:
 
 @pytest.fixture
 def per_user_tool(agent, other_agent, api_server):
-    an_upstream(agent.tenant, api_server.url, per_subject=True)
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=api_server.url, credential__per_subject=True)
     version = tenant_tool(agent, upstream="orders-api")
     Grant.objects.create(tenant=agent.tenant, agent=other_agent, tool=version.tool)
     return version

@@ -9,21 +9,11 @@ from django.urls import reverse
 from apps.audit.models import AuditEvent
 from apps.upstreams.models import Credential, Upstream
 from apps.upstreams.selectors import upstream_for_call
-from apps.upstreams.services import credential_set, upstream_save
+from tests.factories import CredentialFactory, UpstreamFactory
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "adm-secret-91b2c3d4e5f6"
-
-
-def _credential(tenant, name: str = "orders-key", value: str = SECRET) -> Credential:
-    return credential_set(tenant=tenant, name=name, kind="bearer", field="", value=value,
-                          per_subject=False, actor="test")
-
-
-def _upstream(tenant, name: str, url: str = "https://orders.example.com", credential=None) -> Upstream:
-    return upstream_save(upstream=Upstream(tenant=tenant, name=name, base_url=url, credential=credential),
-                         actor="test")
 
 
 def _change(model: str, obj) -> str:
@@ -47,13 +37,13 @@ def test_adding_a_credential_stores_it_and_the_page_shows_only_its_last_four(acm
 
 
 def test_saving_with_the_value_empty_keeps_it_and_a_new_value_replaces_it(acme, acme_staff):
-    credential = _credential(acme)
+    credential = CredentialFactory(tenant=acme, name="orders-key", value=SECRET)
     url = _change("credential", credential)
     form = {"kind": "header", "field": "X-Api-Key", "value": "",
             "subjects-TOTAL_FORMS": 0, "subjects-INITIAL_FORMS": 0}
 
     kept = acme_staff.post(url, form)
-    upstream = _upstream(acme, "orders-api", credential=Credential.objects.get())
+    upstream = UpstreamFactory(tenant=acme, name="orders-api", credential=Credential.objects.get())
     headers_kept = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="").auth_headers
     replaced = acme_staff.post(url, {**form, "value": "new-secret-0000aaaa"})
     headers_new = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="").auth_headers
@@ -78,9 +68,9 @@ def test_a_refused_value_is_not_echoed_in_the_form(acme, acme_staff):
 
 
 def test_tenant_staff_never_reach_another_tenants_upstreams_or_credentials(acme, globex, acme_staff):
-    own = _upstream(acme, "acme-api", credential=_credential(acme, "acme-key"))
-    foreign_key = _credential(globex, "globex-key")
-    foreign = _upstream(globex, "globex-api", credential=foreign_key)
+    own = UpstreamFactory(keyed=True, tenant=acme, name="acme-api", credential__name="acme-key")
+    foreign_key = CredentialFactory(tenant=globex, name="globex-key")
+    foreign = UpstreamFactory(tenant=globex, name="globex-api", credential=foreign_key)
 
     upstreams = acme_staff.get(reverse("admin:upstreams_upstream_changelist")).content.decode()
     credentials = acme_staff.get(reverse("admin:upstreams_credential_changelist")).content.decode()
@@ -98,7 +88,7 @@ def test_tenant_staff_never_reach_another_tenants_upstreams_or_credentials(acme,
 
 
 def test_tenant_staff_cannot_give_their_upstream_another_owners_credential(acme, globex, acme_staff):
-    platform_key = _credential(None, "platform-key")
+    platform_key = CredentialFactory(tenant=None, name="platform-key")
     response = acme_staff.post(reverse("admin:upstreams_upstream_add"), {
         "name": "acme-api", "kind": "http", "base_url": "https://api.acme.example", "timeout_s": 10,
         "credential": platform_key.pk,
@@ -130,8 +120,8 @@ def test_platform_upstreams_are_visible_read_only_to_tenant_staff(acme, acme_sta
 
 def test_the_upstream_page_shows_the_egress_policys_verdict(acme, acme_staff, settings):
     settings.TOOLHUB_EGRESS_ALLOW = []
-    public = _upstream(acme, "public-api")
-    private = _upstream(acme, "metadata", url="http://169.254.169.254/latest")
+    public = UpstreamFactory(tenant=acme, name="public-api")
+    private = UpstreamFactory(tenant=acme, name="metadata", base_url="http://169.254.169.254/latest")
 
     listed = acme_staff.get(reverse("admin:upstreams_upstream_changelist")).content.decode()
     page = acme_staff.get(_change("upstream", private)).content.decode()

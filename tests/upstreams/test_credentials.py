@@ -15,58 +15,40 @@ from apps.audit.models import AuditEvent
 from apps.upstreams.errors import CredentialUnreadable, SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import Credential, SubjectCredential, Upstream
 from apps.upstreams.selectors import upstream_for_call
-from apps.upstreams.services import (
-    credential_delete_for_subject,
-    credential_set,
-    credential_set_for_subject,
-    credentials_rotate,
-    upstream_save,
-)
-from tests.factories import AgentFactory
+from apps.upstreams.services import credential_delete_for_subject, credentials_rotate
+from tests.factories import AgentFactory, CredentialFactory, SubjectCredentialFactory, UpstreamFactory
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "sk-live-4f9a2b7c1d3e5f60"
 
 
-def _credential(tenant, name: str = "orders-key", *, kind: str = "bearer", field: str = "",
-                value: str | None = SECRET, per_subject: bool = False) -> Credential:
-    return credential_set(tenant=tenant, name=name, kind=kind, field=field, value=value,
-                          per_subject=per_subject, actor="test")
-
-
-def _upstream(tenant, credential: Credential | None = None, name: str = "orders-api") -> Upstream:
-    return upstream_save(
-        upstream=Upstream(tenant=tenant, name=name, base_url="https://orders.example.com/v1",
-                          credential=credential),
-        actor="test",
-    )
-
-
 def test_a_value_is_stored_only_as_a_token_that_decrypts_to_it(acme):
-    credential = _credential(acme)
+    credential = CredentialFactory(tenant=acme, name="orders-key", value=SECRET)
 
     stored = Credential.objects.get(pk=credential.pk)
     assert SECRET not in stored.ciphertext
     # A Fernet token: version byte 0x80 once decoded.
     assert base64.urlsafe_b64decode(stored.ciphertext)[0] == 0x80
     assert stored.last4 == SECRET[-4:]
-    resolved = upstream_for_call(tenant_id=acme.pk, name=_upstream(acme, stored).name, subject="")
+    upstream = UpstreamFactory(tenant=acme, name="orders-api", credential=stored)
+    resolved = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="")
     assert resolved.auth_headers == {"Authorization": f"Bearer {SECRET}"}
 
 
 def test_a_short_value_shows_no_last_characters(acme):
-    assert _credential(acme, value="abcd1234").last4 == ""
+    assert CredentialFactory(tenant=acme, value="abcd1234").last4 == ""
 
 
 def test_rotation_moves_every_value_to_the_newest_key(acme, settings, fernet_keys):
     old, new, _ = fernet_keys
     settings.TOOLHUB_ENCRYPTION_KEYS = [old]
-    credential = _credential(acme, "crm", kind="bearer", per_subject=True, value="")
-    _credential(acme)
-    credential_set_for_subject(credential=credential, agent_id=AgentFactory(tenant=acme).pk, subject="u-1",
-                               value="user-token-0001", actor="test")
-    upstream = _upstream(acme, Credential.objects.get(name="orders-key"))
+    credential = CredentialFactory(tenant=acme, name="crm", kind="bearer", per_subject=True)
+    CredentialFactory(tenant=acme, name="orders-key", value=SECRET)
+    SubjectCredentialFactory(credential=credential, agent=AgentFactory(tenant=acme), subject="u-1",
+                             value="user-token-0001")
+    upstream = UpstreamFactory(tenant=acme, name="orders-api",
+                               credential=Credential.objects.get(name="orders-key"))
 
     # A new key first: what the old one encrypted still decrypts, before any rotation.
     settings.TOOLHUB_ENCRYPTION_KEYS = [new, old]
@@ -91,7 +73,7 @@ def test_without_the_old_key_a_call_is_refused_unavailable_and_rotation_changes_
 ):
     old, new, _ = fernet_keys
     settings.TOOLHUB_ENCRYPTION_KEYS = [old]
-    upstream = _upstream(acme, _credential(acme))
+    upstream = UpstreamFactory(orders=True, tenant=acme, credential__value=SECRET)
     stored = Credential.objects.get().ciphertext
     settings.TOOLHUB_ENCRYPTION_KEYS = [new]
 
@@ -108,7 +90,7 @@ def test_without_the_old_key_a_call_is_refused_unavailable_and_rotation_changes_
 def test_rotate_credentials_says_how_many_values_it_reencrypted(acme, settings, fernet_keys):
     old, new, _ = fernet_keys
     settings.TOOLHUB_ENCRYPTION_KEYS = [old]
-    _credential(acme)
+    CredentialFactory(tenant=acme, name="orders-key", value=SECRET)
     settings.TOOLHUB_ENCRYPTION_KEYS = [new, old]
     out = io.StringIO()
 
@@ -127,7 +109,8 @@ def test_rotate_credentials_says_how_many_values_it_reencrypted(acme, settings, 
     ],
 )
 def test_each_kind_becomes_its_auth(acme, kind, field, value, headers, query):
-    upstream = _upstream(acme, _credential(acme, kind=kind, field=field, value=value))
+    upstream = UpstreamFactory(orders=True, tenant=acme, credential__kind=kind, credential__field=field,
+                               credential__value=value)
 
     resolved = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1")
 
@@ -151,18 +134,17 @@ def test_each_kind_becomes_its_auth(acme, kind, field, value, headers, query):
 )
 def test_a_credential_that_cannot_work_is_refused_without_quoting_it(acme, kind, field, value, problem):
     with pytest.raises(ValidationError, match=problem) as refused:
-        _credential(acme, kind=kind, field=field, value=value)
+        CredentialFactory(tenant=acme, name="orders-key", kind=kind, field=field, value=value)
 
     assert not Credential.objects.exists()
     assert not value or value not in str(refused.value)
 
 
 def test_a_per_user_credential_uses_the_sessions_own_token_registered_by_the_calling_agent(acme):
-    credential = _credential(acme, "crm", per_subject=True, value="")
-    upstream = _upstream(acme, credential)
+    credential = CredentialFactory(tenant=acme, name="crm", per_subject=True)
+    upstream = UpstreamFactory(tenant=acme, name="orders-api", credential=credential)
     agent, other_agent = AgentFactory(tenant=acme, name="bot"), AgentFactory(tenant=acme, name="other-bot")
-    credential_set_for_subject(credential=credential, agent_id=agent.pk, subject="u-1",
-                               value="token-of-u-1-xyz", actor="test")
+    SubjectCredentialFactory(credential=credential, agent=agent, subject="u-1", value="token-of-u-1-xyz")
 
     own = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1", agent_id=agent.pk)
     with pytest.raises(SubjectCredentialMissing) as other:
@@ -183,8 +165,9 @@ def test_a_per_user_credential_uses_the_sessions_own_token_registered_by_the_cal
 
 
 def test_a_tenant_uses_its_own_upstreams_and_the_platforms_never_another_tenants(acme, globex):
-    _upstream(globex, name="globex-api")
-    platform = _upstream(None, _credential(None, "platform-key"), name="payments")
+    UpstreamFactory(tenant=globex, name="globex-api")
+    platform = UpstreamFactory(keyed=True, tenant=None, name="payments", credential__name="platform-key",
+                               credential__value=SECRET)
 
     with pytest.raises(UpstreamNotFound) as foreign:
         upstream_for_call(tenant_id=acme.pk, name="globex-api", subject="")
@@ -195,28 +178,28 @@ def test_a_tenant_uses_its_own_upstreams_and_the_platforms_never_another_tenants
 
 
 def test_an_upstream_takes_only_a_credential_of_its_own_owner(acme, globex):
-    platform_key = _credential(None, "platform-key")
-    globex_key = _credential(globex, "globex-key")
+    platform_key = CredentialFactory(tenant=None, name="platform-key", value=SECRET)
+    globex_key = CredentialFactory(tenant=globex, name="globex-key", value=SECRET)
 
     for credential in (platform_key, globex_key):
         with pytest.raises(ValidationError, match="credential of the upstream's own owner"):
-            _upstream(acme, credential)
+            UpstreamFactory(tenant=acme, name="orders-api", credential=credential)
     assert not Upstream.objects.exists()
 
 
 def test_names_are_unique_per_owner_and_a_tenants_never_shadows_the_platforms(acme, globex):
-    _upstream(None, name="payments")
-    _upstream(globex, name="orders-api")
+    UpstreamFactory(tenant=None, name="payments")
+    UpstreamFactory(tenant=globex, name="orders-api")
 
-    _upstream(acme, name="orders-api")  # another tenant's name is free
+    UpstreamFactory(tenant=acme, name="orders-api")  # another tenant's name is free
     with pytest.raises(ValidationError, match="platform already has an upstream named payments"):
-        _upstream(acme, name="payments")
+        UpstreamFactory(tenant=acme, name="payments")
     with pytest.raises(ValidationError, match="would shadow it"):
-        _upstream(None, name="orders-api")
+        UpstreamFactory(tenant=None, name="orders-api")
     with pytest.raises(ValidationError, match="already has one of that name"):
-        _upstream(acme, name="orders-api")
+        UpstreamFactory(tenant=acme, name="orders-api")
 
 
 def test_a_platform_credential_cannot_be_per_user(db):
     with pytest.raises(ValidationError, match="Only a tenant's credential can be per end user"):
-        _credential(None, per_subject=True, value="")
+        CredentialFactory(tenant=None, name="orders-key", per_subject=True)

@@ -15,9 +15,9 @@ from django.urls import reverse
 
 from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
-from apps.upstreams.models import Credential, Upstream
+from apps.upstreams.models import Credential
 from apps.upstreams.selectors import upstream_for_call
-from apps.upstreams.services import upstream_save
+from tests.factories import UpstreamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -50,8 +50,8 @@ def test_a_secret_through_every_path_is_stored_only_encrypted(
                  stdout=out, stderr=out)
     call_command("add_upstream", "cli-api", "--tenant", "acme", "--url", "https://cli.example",
                  "--credential", "cli-key", stdout=out, stderr=out)
-    upstream_save(upstream=Upstream(tenant=acme, name="crm-api", base_url="https://crm.example",
-                                    credential=Credential.objects.get(name="crm")), actor="test")
+    UpstreamFactory(tenant=acme, name="crm-api", base_url="https://crm.example",
+                    credential=Credential.objects.get(name="crm"))
     # Admin: add, change, a refused value, then every page about it.
     inline = {"subjects-TOTAL_FORMS": 0, "subjects-INITIAL_FORMS": 0}
     responses.append(acme_staff.post(reverse("admin:upstreams_credential_add"), {

@@ -9,9 +9,9 @@ from apps.audit.models import AuditEvent
 from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
 from apps.upstreams.errors import SubjectCredentialMissing
-from apps.upstreams.models import SubjectCredential, Upstream
+from apps.upstreams.models import SubjectCredential
 from apps.upstreams.selectors import upstream_for_call
-from apps.upstreams.services import credential_set, upstream_save
+from tests.factories import CredentialFactory, UpstreamFactory
 from tests.fuzz.hostile import BODIES, VALUES, embed
 
 pytestmark = pytest.mark.django_db
@@ -27,12 +27,10 @@ def in_session(tenant, subject: str) -> dict[str, str]:
     return {"HTTP_X_TOOLHUB_SESSION": token}
 
 
-def _per_user(tenant, name: str = "crm"):
-    credential = credential_set(tenant=tenant, name=name, kind="bearer", field="", value="",
-                                per_subject=True, actor="test")
-    upstream_save(upstream=Upstream(tenant=tenant, name=f"{name}-api", base_url="https://crm.example",
-                                    credential=credential), actor="test")
-    return credential
+def _per_user(tenant, name: str = "crm") -> None:
+    """The tenant's upstream `{name}-api`, whose credential `name` is each end user's own token."""
+    UpstreamFactory(keyed=True, tenant=tenant, name=f"{name}-api", base_url="https://crm.example",
+                    credential__name=name, credential__per_subject=True)
 
 
 def test_a_registered_token_is_used_for_that_users_calls_and_never_answered(acme, acme_api):
@@ -84,8 +82,7 @@ def test_another_tenants_credential_is_not_found_and_untouched(acme, globex, acm
 
 
 def test_a_platform_credential_is_not_the_tenants(acme, acme_api):
-    credential_set(tenant=None, name="platform-key", kind="bearer", field="", value="platform-secret-123",
-                   per_subject=False, actor="test")
+    CredentialFactory(tenant=None, name="platform-key", value="platform-secret-123")
 
     response = acme_api.put(URL.format("platform-key", "u-1"), {"value": TOKEN}, format="json")
 
@@ -113,8 +110,7 @@ def test_a_malformed_body_is_refused_without_echoing_the_value(acme, acme_api, b
 
 
 def test_a_credential_with_one_value_for_everyone_takes_no_users_tokens(acme, acme_api):
-    credential_set(tenant=acme, name="orders-key", kind="bearer", field="", value="shared-secret-1234",
-                   per_subject=False, actor="test")
+    CredentialFactory(tenant=acme, name="orders-key", value="shared-secret-1234")
 
     response = acme_api.put(URL.format("orders-key", "u-1"), {"value": TOKEN}, format="json",
                             **in_session(acme, "u-1"))

@@ -12,13 +12,12 @@ from collections.abc import Iterator
 import pytest
 
 from apps.ledger.models import LedgerEntry, LedgerState
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import upstream_save
+from tests.factories import UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.gateway.executors.http.test_http_upstreams import PARAMETERS
 from tests.gateway.mcp_tools import mcp_tool
 from tests.huge_upstream import HugeUpstream, huge_upstream
-from tests.mcp_upstream import READ_ONLY, mcp_upstream
+from tests.mcp_upstream import READ_ONLY
 
 pytestmark = pytest.mark.django_db
 
@@ -107,8 +106,7 @@ def test_a_compressed_answer_within_the_limit_is_read_as_usual(api, publish_tool
 @pytest.mark.parametrize("side_effect", ["readonly", "write"])
 def test_an_mcp_json_answer_past_the_limit_is_not_read(api, agent, huge, side_effect):
     # given: an MCP server whose tool answers 100 MB as application/json
-    record = Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=huge.url + "/mcp")
-    upstream_save(upstream=record, actor="test")
+    UpstreamFactory(mcp=True, tenant=agent.tenant, name="shipping", base_url=huge.url + "/mcp")
     mcp_tool(agent, "dump", side_effect=side_effect, timeout_s=30.0)
 
     # when
@@ -118,25 +116,23 @@ def test_an_mcp_json_answer_past_the_limit_is_not_read(api, agent, huge, side_ef
     _cut_off(answered.json(), peak, huge, side_effect)
 
 
-def test_an_mcp_event_stream_answer_past_the_limit_is_not_read(api, agent, settings):
+def test_an_mcp_event_stream_answer_past_the_limit_is_not_read(api, agent, shipping, settings):
     # given: the SDK's own server, answering in an event stream, with a tool whose text is 4 MB
     settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = 256 * 1024
-    with mcp_upstream() as shipping:
 
-        def export_manifest(shipment_id: str) -> str:
-            """Every line of the shipment's manifest."""
-            return "x" * (4 * 1024 * 1024)
+    def export_manifest(shipment_id: str) -> str:
+        """Every line of the shipment's manifest."""
+        return "x" * (4 * 1024 * 1024)
 
-        shipping.add_tool(export_manifest, annotations=READ_ONLY)
-        record = Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=shipping.url)
-        upstream_save(upstream=record, actor="test")
-        mcp_tool(agent, "export_manifest")
-        mcp_tool(agent, "track_shipment")
+    shipping.add_tool(export_manifest, annotations=READ_ONLY)
+    UpstreamFactory(mcp=True, tenant=agent.tenant, name="shipping", base_url=shipping.url)
+    mcp_tool(agent, "export_manifest")
+    mcp_tool(agent, "track_shipment")
 
-        # when
-        body = invoke(api, "export_manifest", {"shipment_id": "s-1"}).json()
-        # and the session is still good for the next call
-        after = invoke(api, "track_shipment", {"shipment_id": "s-1"}, task_id="t-2").json()
+    # when
+    body = invoke(api, "export_manifest", {"shipment_id": "s-1"}).json()
+    # and the session is still good for the next call
+    after = invoke(api, "track_shipment", {"shipment_id": "s-1"}, task_id="t-2").json()
 
     # then
     assert (body["status"], body.get("kind")) == ("error", "upstream_error"), body

@@ -13,9 +13,7 @@ from apps.audit.models import Invocation
 from apps.catalog.models import Tool, ToolVersion
 from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.models import Grant
-from apps.upstreams.models import Upstream as UpstreamRecord
-from apps.upstreams.services import credential_set, upstream_save
-from tests.factories import TenantFactory
+from tests.factories import TenantFactory, UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.http_upstream import Answer, Received, Upstream, http_upstream
 
@@ -51,17 +49,6 @@ def tenant_tool(agent, *, upstream: str, side_effect: str = "readonly") -> ToolV
     return version
 
 
-def an_upstream(tenant, url: str, *, kind: str = "bearer", field: str = "", per_subject: bool = False):
-    credential = credential_set(
-        tenant=tenant, name="orders-key", kind=kind, field=field, value=None if per_subject else SECRET,
-        per_subject=per_subject, actor="test",
-    )
-    record = UpstreamRecord(
-        tenant=tenant, name="orders-api", kind="http", base_url=url, credential=credential
-    )
-    return upstream_save(upstream=record, actor="test")
-
-
 @pytest.mark.parametrize(
     ("kind", "field", "arrives"),
     [("bearer", "", "authorization"), ("header", "X-Api-Key", "x-api-key"), ("query", "api_key", "query")],
@@ -70,7 +57,8 @@ def test_a_call_carries_the_upstreams_credential_and_nothing_else_shows_it(
     api, agent, api_server, kind, field, arrives
 ):
     # given: acme's API key stored encrypted on its upstream
-    an_upstream(agent.tenant, api_server.url + "/v2", kind=kind, field=field)
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=api_server.url + "/v2",
+                    credential__kind=kind, credential__field=field, credential__value=SECRET)
     tenant_tool(agent, upstream="orders-api")
 
     # when
@@ -93,7 +81,8 @@ def test_a_call_carries_the_upstreams_credential_and_nothing_else_shows_it(
 
 def test_an_upstream_of_another_tenant_is_unknown_and_nothing_is_sent(api, agent, api_server):
     # given: globex has an upstream of that name; acme has none
-    an_upstream(TenantFactory(slug="globex"), api_server.url)
+    UpstreamFactory(orders=True, tenant=TenantFactory(slug="globex"), base_url=api_server.url,
+                    credential__value=SECRET)
     tenant_tool(agent, upstream="orders-api", side_effect="write")
 
     # when
@@ -108,7 +97,7 @@ def test_an_upstream_of_another_tenant_is_unknown_and_nothing_is_sent(api, agent
 
 def test_a_per_user_credential_needs_the_users_own_token(api, agent, api_server, session_for):
     # given: the upstream acts as each end user
-    an_upstream(agent.tenant, api_server.url, per_subject=True)
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=api_server.url, credential__per_subject=True)
     tenant_tool(agent, upstream="orders-api")
     session = session_for("u-1")
 
@@ -132,16 +121,6 @@ def test_a_per_user_credential_needs_the_users_own_token(api, agent, api_server,
 BASIC_USER, BASIC_PASSWORD = "svc-orders", "Pa55-w0rd-7c1e9b"
 
 
-def _basic_upstream(agent, url: str) -> None:
-    credential = credential_set(
-        tenant=agent.tenant, name="orders-key", kind="basic", field="",
-        value=f"{BASIC_USER}:{BASIC_PASSWORD}", per_subject=False, actor="test",
-    )
-    record = UpstreamRecord(tenant=agent.tenant, name="orders-api", kind="http", base_url=url,
-                            credential=credential)
-    upstream_save(upstream=record, actor="test")
-
-
 def _decoded(received: Received) -> tuple[str, str]:
     user, _, password = base64.b64decode(received.headers["authorization"].split()[1]).decode().partition(":")
     return user, password
@@ -152,7 +131,8 @@ def test_a_basic_auth_password_the_upstream_decodes_and_echoes_never_reaches_the
     api, agent, api_server, side_effect
 ):
     # given: an upstream that decodes the Basic credential it got and echoes its parts
-    _basic_upstream(agent, api_server.url)
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=api_server.url,
+                    credential__kind="basic", credential__value=f"{BASIC_USER}:{BASIC_PASSWORD}")
     tenant_tool(agent, upstream="orders-api", side_effect=side_effect)
 
     def echoing(received: Received) -> Answer:
@@ -181,7 +161,8 @@ def test_a_basic_auth_password_the_upstream_decodes_and_echoes_never_reaches_the
 
 def test_a_basic_auth_password_quoted_in_a_refusal_never_reaches_the_model(api, agent, api_server):
     # given: an upstream that refuses, quoting the password it decoded
-    _basic_upstream(agent, api_server.url)
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=api_server.url,
+                    credential__kind="basic", credential__value=f"{BASIC_USER}:{BASIC_PASSWORD}")
     tenant_tool(agent, upstream="orders-api")
     api_server.answer = lambda received: Answer(
         status=400, body={"error": {"message": f"password {_decoded(received)[1]} is not allowed here"}}

@@ -7,29 +7,24 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from apps.ledger.models import LedgerEntry, LedgerState
+from tests.factories import SHIPPING_KEY, UpstreamFactory
 from tests.gateway.conftest import invoke
-from tests.gateway.mcp_tools import SECRET, mcp_tool, register
-from tests.mcp_upstream import McpUpstream, free_port, mcp_upstream
+from tests.gateway.mcp_tools import mcp_tool
+from tests.mcp_upstream import free_port, mcp_upstream
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def shipping() -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
-
-
-def test_a_result_is_the_structured_content_and_carries_the_upstreams_credential(api, agent, shipping):
+def test_a_result_is_the_structured_content_and_carries_the_upstreams_credential(
+    api, agent, shipping, shipping_upstream
+):
     # given
-    register(agent, shipping.url)
     mcp_tool(agent, "track_shipment")
 
     # when
@@ -38,12 +33,11 @@ def test_a_result_is_the_structured_content_and_carries_the_upstreams_credential
     # then
     assert body["status"] == "ok"
     assert body["data"] == {"shipment_id": "s-1", "status": "in transit"}
-    assert set(shipping.authorizations) == {f"Bearer {SECRET}"}
-    assert SECRET not in str(body)
+    assert set(shipping.authorizations) == {f"Bearer {SHIPPING_KEY}"}
+    assert SHIPPING_KEY not in str(body)
 
 
-def test_a_result_without_structured_content_is_its_content_list(api, agent, shipping):
-    register(agent, shipping.url)
+def test_a_result_without_structured_content_is_its_content_list(api, agent, shipping_upstream):
     mcp_tool(agent, "list_carriers")
 
     body = invoke(api, "list_carriers", {}).json()
@@ -52,9 +46,8 @@ def test_a_result_without_structured_content_is_its_content_list(api, agent, shi
     assert [block["text"] for block in body["data"]] == ["dhl", "ups"]
 
 
-def test_calls_reuse_one_session_per_upstream(api, agent, shipping):
+def test_calls_reuse_one_session_per_upstream(api, agent, shipping, shipping_upstream):
     # given
-    register(agent, shipping.url)
     mcp_tool(agent, "track_shipment")
 
     # when: several calls, in several tasks
@@ -67,9 +60,8 @@ def test_calls_reuse_one_session_per_upstream(api, agent, shipping):
     assert shipping.initializes == 1
 
 
-def test_an_is_error_result_is_an_error_envelope_quoting_the_server_as_data(api, agent, shipping):
+def test_an_is_error_result_is_an_error_envelope_quoting_the_server_as_data(api, agent, shipping_upstream):
     # given
-    register(agent, shipping.url)
     mcp_tool(agent, "cancel_shipment", side_effect="write")
 
     # when
@@ -84,9 +76,8 @@ def test_an_is_error_result_is_an_error_envelope_quoting_the_server_as_data(api,
     assert LedgerEntry.objects.get().state == LedgerState.FAILED
 
 
-def test_a_write_that_times_out_is_unknown(api, agent, shipping):
+def test_a_write_that_times_out_is_unknown(api, agent, shipping, shipping_upstream):
     # given: the server takes longer than the tool waits
-    register(agent, shipping.url)
     mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=0.5)
     shipping.pickup_delay_s = 1.5
 
@@ -104,7 +95,7 @@ def test_a_write_that_times_out_is_unknown(api, agent, shipping):
 
 def test_a_write_to_a_server_that_is_down_fails_with_nothing_sent(api, agent):
     # given: nothing listens at the upstream's URL
-    register(agent, f"http://127.0.0.1:{free_port()}/mcp")
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=f"http://127.0.0.1:{free_port()}/mcp")
     mcp_tool(agent, "schedule_pickup", side_effect="write")
 
     # when
@@ -115,10 +106,9 @@ def test_a_write_to_a_server_that_is_down_fails_with_nothing_sent(api, agent):
     assert LedgerEntry.objects.get().state == LedgerState.FAILED
 
 
-def test_the_egress_policy_refuses_before_connecting(api, agent, shipping, settings):
+def test_the_egress_policy_refuses_before_connecting(api, agent, shipping, shipping_upstream, settings):
     # given: loopback is no longer allowed
     settings.TOOLHUB_EGRESS_ALLOW = []
-    register(agent, shipping.url)
     mcp_tool(agent, "schedule_pickup", side_effect="write")
 
     # when
@@ -151,7 +141,8 @@ def test_a_name_that_rebinds_to_loopback_after_the_check_reaches_nothing(
 ):
     # given: loopback is not allowed, and the server's name passes the check, then rebinds
     settings.TOOLHUB_EGRESS_ALLOW = []
-    register(agent, shipping.url.replace("127.0.0.1", "rebind.test"))
+    rebinding = shipping.url.replace("127.0.0.1", "rebind.test")
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=rebinding)
     mcp_tool(agent, "track_shipment")
 
     # when
@@ -164,14 +155,15 @@ def test_a_name_that_rebinds_to_loopback_after_the_check_reaches_nothing(
 
 
 @pytest.mark.parametrize("side_effect", ["readonly", "write"])
-def test_a_credential_the_server_echoes_never_reaches_the_model(api, agent, shipping, side_effect):
+def test_a_credential_the_server_echoes_never_reaches_the_model(
+    api, agent, shipping, shipping_upstream, side_effect
+):
     # given: a tool that answers with the request's Authorization header, as debug tools do
     def whoami(shipment_id: str) -> dict[str, str]:
         """Who is asking."""
         return {"shipment_id": shipment_id, "you_sent": shipping.authorizations[-1]}
 
     shipping.add_tool(whoami, annotations={"readOnlyHint": True})
-    register(agent, shipping.url)
     mcp_tool(agent, "whoami", side_effect=side_effect)
 
     # when
@@ -179,15 +171,15 @@ def test_a_credential_the_server_echoes_never_reaches_the_model(api, agent, ship
 
     # then: the server got the key, the model reads it redacted, and so does a write's ledger entry
     redacted = {"shipment_id": "s-1", "you_sent": "[redacted]"}
-    assert shipping.authorizations[-1] == f"Bearer {SECRET}"
+    assert shipping.authorizations[-1] == f"Bearer {SHIPPING_KEY}"
     assert answered.json()["data"] == redacted
-    assert SECRET not in answered.content.decode()
+    assert SHIPPING_KEY not in answered.content.decode()
     ledgered = [entry.result for entry in LedgerEntry.objects.all()]
     assert ledgered == ([redacted] if side_effect == "write" else [])
 
 
 def test_an_http_upstream_is_not_an_mcp_server(api, agent, shipping):
-    register(agent, shipping.url, kind="http")
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url, kind="http")
     mcp_tool(agent, "track_shipment")
 
     body = invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()
@@ -201,7 +193,7 @@ def test_a_session_broken_by_a_restart_is_made_again(api, agent):
     # given: a session with the server, which then restarts on the same port
     port = free_port()
     with mcp_upstream(port) as first:
-        register(agent, first.url)
+        UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=first.url)
         mcp_tool(agent, "track_shipment")
         before = invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()
 

@@ -8,26 +8,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from apps.gateway.reconciliation import ledger_reconcile_entry
 from apps.ledger.models import LedgerEntry, LedgerState
+from tests.factories import SHIPPING_KEY, UpstreamFactory
 from tests.gateway.conftest import invoke
-from tests.gateway.mcp_tools import SECRET, mcp_tool, register
-from tests.mcp_upstream import McpUpstream, UpstreamProcess, free_port, mcp_upstream, mcp_upstream_process
+from tests.gateway.mcp_tools import mcp_tool
+from tests.mcp_upstream import McpUpstream, UpstreamProcess, free_port, mcp_upstream_process
 
 pytestmark = pytest.mark.django_db
 
 KEYED = {"idempotency_argument": "idempotency_key"}
-
-
-@pytest.fixture
-def shipping() -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
 
 
 def kill_once_recorded(server: UpstreamProcess, state_file: Path, field: str) -> threading.Thread:
@@ -53,7 +47,7 @@ def booking_killed_mid_call(api, agent, tmp_path: Path, *, killed_once: str, sta
     port, state_file = free_port(), tmp_path / "shipping.json"
     delays = {"asked": {"pickup_delay_s": 30}, "booked": {"answer_delay_s": 30}}[killed_once]
     with mcp_upstream_process(port, state_file, **delays) as server:
-        register(agent, server.url, status_tool=status_tool)
+        UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=server.url, status_tool=status_tool)
         mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=8, **KEYED)
         watcher = kill_once_recorded(server, state_file, killed_once)
         body = invoke(api, "schedule_pickup", {"shipment_id": "s-1"}).json()
@@ -73,9 +67,8 @@ def _requests_settled(shipping: McpUpstream) -> int:
     return count
 
 
-def test_a_write_carries_the_ledgers_key_in_its_idempotency_argument(api, agent, shipping):
+def test_a_write_carries_the_ledgers_key_in_its_idempotency_argument(api, agent, shipping, shipping_upstream):
     # given
-    register(agent, shipping.url)
     mcp_tool(agent, "schedule_pickup", side_effect="write", **KEYED)
 
     # when
@@ -149,7 +142,7 @@ def test_without_a_status_tool_an_unknown_write_goes_to_triage(api, agent, tmp_p
 
 def test_an_answer_without_found_settles_nothing_and_is_asked_again(api, agent, shipping):
     # given: a write that timed out, and a status tool answering in another shape
-    register(agent, shipping.url, status_tool="vague_status")
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url, status_tool="vague_status")
     mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=0.5, **KEYED)
     shipping.pickup_delay_s = 1.0
     assert invoke(api, "schedule_pickup", {"shipment_id": "s-1"}).json()["kind"] == "timeout"
@@ -164,12 +157,12 @@ def test_an_answer_without_found_settles_nothing_and_is_asked_again(api, agent, 
     assert entry.triage_since is None and entry.next_check_at is not None
     attempt = entry.reconcile_attempts.get()
     assert attempt.answer == "unclear" and 'without a boolean "found"' in attempt.note
-    assert set(shipping.authorizations) == {f"Bearer {SECRET}"}
+    assert set(shipping.authorizations) == {f"Bearer {SHIPPING_KEY}"}
 
 
 def test_a_write_that_sends_no_key_cannot_be_asked_about(api, agent, shipping):
     # given: a status tool, but a version that does not put the key in the write
-    register(agent, shipping.url, status_tool="pickup_status")
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url, status_tool="pickup_status")
     mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=1.0)
     shipping.pickup_delay_s = 2.0
     invoke(api, "schedule_pickup", {"shipment_id": "s-1"})
@@ -189,7 +182,7 @@ def test_a_write_that_sends_no_key_cannot_be_asked_about(api, agent, shipping):
 
 def test_the_egress_policy_refuses_asking_the_status_tool(api, agent, shipping, settings):
     # given
-    register(agent, shipping.url, status_tool="pickup_status")
+    UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url, status_tool="pickup_status")
     mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=1.0, **KEYED)
     shipping.pickup_delay_s = 2.0
     invoke(api, "schedule_pickup", {"shipment_id": "s-1"})

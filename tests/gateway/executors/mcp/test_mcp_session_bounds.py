@@ -12,24 +12,22 @@ from urllib.parse import urlsplit
 import pytest
 
 from apps.tenancy.services import agent_key_issue
-from apps.upstreams.models import Upstream
-from apps.upstreams.services import credential_set, credential_set_for_subject, upstream_save
-from tests.factories import AgentFactory, TenantFactory
+from tests.factories import AgentFactory, SubjectCredentialFactory, TenantFactory, UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.gateway.mcp_tools import mcp_tool
 from tests.listeners import open_connections_to
-from tests.mcp_upstream import McpUpstream, mcp_upstream
+from tests.mcp_upstream import McpUpstream
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def shipping(settings) -> Iterator[McpUpstream]:
-    with mcp_upstream() as running:
-        yield running
-        # Sessions left open would keep the server from stopping until its shutdown times out.
-        settings.TOOLHUB_MCP_SESSION_IDLE_S = 0.05
-        _settles(lambda: open_connections_to(_port(running)), lambda n: n == 0)
+def shipping(shipping: McpUpstream, settings) -> Iterator[McpUpstream]:
+    """The root conftest's server, whose sessions are let go before it stops."""
+    yield shipping
+    # Sessions left open would keep the server from stopping until its shutdown times out.
+    settings.TOOLHUB_MCP_SESSION_IDLE_S = 0.05
+    _settles(lambda: open_connections_to(_port(shipping)), lambda n: n == 0)
 
 
 def _port(upstream: McpUpstream) -> int:
@@ -47,13 +45,10 @@ def _settles(count: Callable[[], int], expected: Callable[[int], bool], within_s
 
 
 def _per_user_upstream(agent, url: str, subjects: list[str]) -> None:
-    credential = credential_set(tenant=agent.tenant, name="shipping-key", kind="bearer", field="",
-                                value=None, per_subject=True, actor="test")
+    """acme's upstream `shipping` at `url`, whose key is each end user's own token."""
+    upstream = UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=url, credential__per_subject=True)
     for subject in subjects:
-        credential_set_for_subject(credential=credential, agent_id=agent.pk, subject=subject,
-                                   value=f"token-of-{subject}-0123", actor="test")
-    upstream_save(upstream=Upstream(tenant=agent.tenant, name="shipping", kind="mcp", base_url=url,
-                                    credential=credential), actor="test")
+        SubjectCredentialFactory(credential=upstream.credential, agent=agent, subject=subject)
 
 
 def test_sessions_past_the_bound_are_closed_and_their_sockets_released(
@@ -103,8 +98,7 @@ def test_two_tenants_never_share_a_session_to_the_same_url(api, agent, shipping)
     # given: acme and globex each name the same MCP server, without a credential
     globex_agent = AgentFactory(tenant=TenantFactory(slug="globex"), name="helper")
     for each in (agent, globex_agent):
-        record = Upstream(tenant=each.tenant, name="shipping", kind="mcp", base_url=shipping.url)
-        upstream_save(upstream=record, actor="test")
+        UpstreamFactory(mcp=True, tenant=each.tenant, name="shipping", base_url=shipping.url)
         mcp_tool(each, "track_shipment")
     globex_api = type(api)()
     globex_api.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_key_issue(agent=globex_agent).secret}")
