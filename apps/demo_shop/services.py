@@ -24,7 +24,7 @@ from apps.catalog.models import Tool, Toolset, ToolsetPhase
 from apps.catalog.services import tool_save, version_create_draft, version_publish
 from apps.common.catalog_generation import catalog_changed
 from apps.common.errors import BusinessRuleError
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from apps.tenancy.keys import KEY_PREFIX, digest_of, split_key
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant
 from apps.tenancy.services import agent_get_or_create, agent_key_cache_key, grant_save

@@ -19,7 +19,7 @@ from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.catalog.services import tool_save, version_save_draft
 from apps.imports.errors import ImportRefused
 from apps.imports.openapi import OpenAPIError
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from apps.tenancy.models import Grant
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import credential_set
