@@ -42,6 +42,11 @@ def tool_visible_by_name(*, tenant: Model | int, name: str) -> Tool | None:
     return tools_visible_to_tenant(tenant=tenant).filter(name=name).first()
 
 
+def toolset_get(*, tenant_id: int | None, name: str) -> Toolset | None:
+    """The toolset of this name the tenant owns (`tenant_id` None: the shared one), or None."""
+    return Toolset.objects.filter(tenant_id=tenant_id, name=name).first()
+
+
 def version_previous(*, version: ToolVersion) -> ToolVersion | None:
     """The version of the same tool numbered just below this one, or None."""
     return (

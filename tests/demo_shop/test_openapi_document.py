@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from apps.catalog.models import ToolVersion
 from apps.demo_shop.models import DemoRefund
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 from apps.imports.openapi_services import openapi_import
 from tests.factories import TenantFactory
 
