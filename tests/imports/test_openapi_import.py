@@ -15,8 +15,8 @@ from django.core.management import CommandError, call_command
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import Tool, ToolVersion
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.catalog.services import tool_save, version_save_draft
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.imports.errors import ImportRefused
 from apps.imports.openapi import OpenAPIError
 from apps.imports.openapi_services import openapi_import

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from apps.catalog.models import ToolVersion
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.imports.drafts import Draft, draft_of
 from apps.imports.errors import Unsupported
 from apps.imports.openapi import Operation, document_operations, parse_document
