@@ -44,7 +44,9 @@ def tool_visible_by_name(*, tenant: Model | int, name: str) -> Tool | None:
 
 def toolset_get(*, tenant_id: int | None, name: str) -> Toolset | None:
     """The toolset of this name the tenant owns (`tenant_id` None: the shared one), or None."""
-    return Toolset.objects.filter(tenant_id=tenant_id, name=name).first()
+    named = Toolset.objects.filter(name=name)
+    owned = named.filter(tenant__isnull=True) if tenant_id is None else named.filter(tenant_id=tenant_id)
+    return owned.first()
 
 
 def version_previous(*, version: ToolVersion) -> ToolVersion | None:
