@@ -17,8 +17,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.common.admin import (
-    ObjectButton,
-    ObjectButtonsMixin,
     ReadOnlyInline,
     TenantScopedAdmin,
     admin_actor,
@@ -27,6 +25,7 @@ from apps.common.admin import (
     redirect_to_change,
     validation_message,
 )
+from apps.common.admin_buttons import ObjectButton, ObjectButtonsMixin
 
 from . import admin_toolsets  # noqa: F401  (registers the toolsets' admin)
 from .lint import has_errors, with_side_effect_confirmed
