@@ -65,7 +65,7 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     ("apps.gateway.execution", "execute", "executor (thread hop)"),
     ("apps.demo_shop.tools", "order_list_for_user", "tool code"),
     ("apps.demo_shop.tools", "order_cancel", "tool code"),
-    ("apps.gateway.replies", "finish", "shaping + envelope"),
+    ("apps.gateway.replies", "render", "shaping + envelope"),
     ("apps.gateway.services", "_log", "invocation log (enqueue)"),
     ("apps.demo_shop.api.views", "order_list_for_user", "tool code"),
     ("apps.demo_shop.api.views", "order_cancel", "tool code"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from apps.gateway.executors.base import ExecutionRequest, tool_callable
+from apps.gateway.callables import ExecutionRequest, tool_callable
 
 WAIT_CALLABLE = "bench.wait"
 

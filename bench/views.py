@@ -13,7 +13,7 @@ from urllib.parse import quote
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
-from apps.gateway.executors.http import _CLIENT as EXECUTOR_CLIENT
+from apps.gateway.outbound import http_client
 
 TIMEOUT_S = 10.0
 
@@ -21,7 +21,7 @@ TIMEOUT_S = 10.0
 def bare_order_refunds(request: HttpRequest, order_id: str) -> JsonResponse:
     """`GET /bench/orders/{order_id}/refunds`: the provider's answer, relayed. Not behind any
     key: mounted only by `bench.settings`."""
-    response = EXECUTOR_CLIENT.get(
+    response = http_client().get(
         f"{settings.TOOLHUB_DEMO_PAYMENTS_URL}/orders/{quote(order_id, safe='')}/refunds",
         headers={"Authorization": f"Bearer {settings.TOOLHUB_SECRETS['DEMO_PAYMENTS_API_KEY']}"},
         timeout=TIMEOUT_S,

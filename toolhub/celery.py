@@ -7,6 +7,7 @@ from celery import Celery
 from celery.signals import setup_logging, task_postrun, task_prerun
 
 from apps.common.request_context import bind_task_id
+from apps.common.tasks import TaskName
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "toolhub.settings.base")
 
@@ -16,12 +17,15 @@ app.autodiscover_tasks()
 
 # The one beat schedule of the project (README "Operations" says what each job does).
 app.conf.beat_schedule = {
-    "ledger-sweep": {"task": "ledger.sweep", "schedule": 15.0},
-    "ledger-reconcile-due": {"task": "ledger.reconcile_due", "schedule": 10.0},
-    "dashboards-rollup-invocations": {"task": "dashboards.rollup_invocations", "schedule": 300.0},
-    "upstreams-sync-due": {"task": "upstreams.sync_due", "schedule": 60.0},
-    "logs-create-partitions": {"task": "audit.create_partitions", "schedule": 3600.0},
-    "logs-apply-retention": {"task": "audit.apply_retention", "schedule": 3600.0},
+    "ledger-sweep": {"task": TaskName.LEDGER_SWEEP.value, "schedule": 15.0},
+    "ledger-reconcile-due": {"task": TaskName.LEDGER_RECONCILE_DUE.value, "schedule": 10.0},
+    "dashboards-rollup-invocations": {
+        "task": TaskName.DASHBOARDS_ROLLUP_INVOCATIONS.value,
+        "schedule": 300.0,
+    },
+    "upstreams-sync-due": {"task": TaskName.UPSTREAMS_SYNC_DUE.value, "schedule": 60.0},
+    "logs-create-partitions": {"task": TaskName.AUDIT_CREATE_PARTITIONS.value, "schedule": 3600.0},
+    "logs-apply-retention": {"task": TaskName.AUDIT_APPLY_RETENTION.value, "schedule": 3600.0},
 }
 
 

@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from apps.common.views import favicon
-from apps.gateway.mcp import McpView
+from apps.gateway.api.mcp import McpView
 from toolhub.views import healthz, metrics, readyz
 
 urlpatterns = [

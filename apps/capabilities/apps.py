@@ -1,3 +1,10 @@
+"""apps.capabilities (a leaf) owns what agents asked for and could not get, grouped and
+counted for curators; it hears of them through common's capability hooks.
+
+May import: gateway and every app below it (layers contract, pyproject.toml); not imports or
+catalog_as_code, which sit beside it. No app imports it.
+"""
+
 from django.apps import AppConfig
 
 

@@ -15,12 +15,12 @@ from urllib.parse import unquote
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from apps.common import json_pointer
+from apps.common.executor_kinds import ExecutorKindDeclaration, executor_kind
 from apps.common.rule_types import RULE_TYPES
 from apps.common.schemas.normalizers import NORMALIZER_OPS
 from apps.common.schemas.patterns import schema_pattern_problems
 
-from .http_config import HTTP_CONFIG_SCHEMA, wire_problems
+from .http_config import wire_problems
 
 BINDING_POLICIES = ("must_match", "overwrite")
 DEFAULT_HTTP_METHOD = "POST"
@@ -112,34 +112,6 @@ _RULES_SCHEMA: dict[str, Any] = {
         ],
     },
 }
-_EXECUTOR_SCHEMAS: dict[str, dict[str, Any]] = {
-    "python": {
-        "type": "object",
-        "properties": {"callable": {"type": "string", "minLength": 1},
-                       "reconcile": {"type": "string", "minLength": 1}},
-        "required": ["callable"],
-        "additionalProperties": False,
-    },
-    # The request mapping of docs/contract.md §5: where the call goes (exactly one of url,
-    # url_setting, upstream) and how the arguments become a request (http_config.py).
-    "http": HTTP_CONFIG_SCHEMA,
-    # A tool of an MCP server upstream, called by the upstream's name for it; on writes the
-    # ledger's idempotency key goes into the tool's argument `idempotency_argument`.
-    "mcp": {
-        "type": "object",
-        "properties": {
-            "upstream": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"},
-            "tool": {"type": "string", "minLength": 1, "maxLength": 128},
-            "idempotency_argument": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"},
-            # The top-level arguments (JSON pointers, "/name") whose null is sent; any other
-            # null argument is left out.
-            "send_null": {"type": "array", "items": {"type": "string", "pattern": "^/([^/~]|~[01])+$"},
-                          "uniqueItems": True},
-        },
-        "required": ["upstream", "tool"],
-        "additionalProperties": False,
-    },
-}
 # executor_config keys that name something of the platform's settings (a secret, a URL).
 PLATFORM_SETTING_KEYS = ("secret_ref", "url_setting")
 _APPROVAL_SCHEMA: dict[str, Any] = {
@@ -161,13 +133,26 @@ _META_VALIDATORS = {
         "context_bindings": _BINDINGS_SCHEMA,
         "rules": _RULES_SCHEMA,
         "approval": _APPROVAL_SCHEMA,
-        **{f"executor_config:{kind}": schema for kind, schema in _EXECUTOR_SCHEMAS.items()},
     }.items()
 }
 
 
+# Each declared kind's config schema, compiled once (again only if the kind is declared anew).
+_CONFIG_VALIDATORS: dict[str, tuple[ExecutorKindDeclaration, Draft202012Validator]] = {}
+
+
+def _config_validator(declared: ExecutorKindDeclaration) -> Draft202012Validator:
+    cached = _CONFIG_VALIDATORS.get(declared.kind)
+    if cached is None or cached[0] is not declared:
+        cached = _CONFIG_VALIDATORS[declared.kind] = (declared, Draft202012Validator(declared.config_schema))
+    return cached[1]
+
+
 def _problems(validator_name: str, value: Any) -> list[str]:
-    validator = _META_VALIDATORS[validator_name]
+    return _errors(_META_VALIDATORS[validator_name], value)
+
+
+def _errors(validator: Draft202012Validator, value: Any) -> list[str]:
     return [
         f"{'/' + '/'.join(str(p) for p in e.absolute_path) if e.absolute_path else '(top)'}: "
         f"{e.message}"
@@ -211,9 +196,9 @@ def validate_definition(
     ):
         if problems := _problems(field, value):
             errors[field] = problems
-    if executor in _EXECUTOR_SCHEMAS and (
-        problems := _problems(f"executor_config:{executor}", executor_config)
-    ):
+    # An executor kind no executor declared is the `executor` field's error (not a choice).
+    declared = executor_kind(executor)
+    if declared is not None and (problems := _errors(_config_validator(declared), executor_config)):
         errors["executor_config"] = problems
     if "parameters" not in errors:
         known = set(parameters.get("properties", {}))
@@ -223,12 +208,8 @@ def validate_definition(
                 "Fields named by normalizers, bindings, rules or approval are not in the "
                 f"schema's properties: {', '.join(sorted(unknown))}."
             )
-        if executor == "http" and "executor_config" not in errors and (
-            problems := http_mapping_problems(executor_config=executor_config, parameters=parameters)
-        ):
-            errors["executor_config"] = problems
-        if executor == "mcp" and "executor_config" not in errors and (
-            problems := mcp_config_problems(executor_config=executor_config, known=known)
+        if declared is not None and declared.config_problems and "executor_config" not in errors and (
+            problems := declared.config_problems(executor_config=executor_config, parameters=parameters)
         ):
             errors["executor_config"] = problems
     return errors
@@ -319,31 +300,14 @@ def http_mapping_problems(*, executor_config: Mapping[str, Any], parameters: Map
     return problems + wire_problems(executor_config, parameters, path_placeholders(path))
 
 
-def mcp_config_problems(*, executor_config: Mapping[str, Any], known: set[str]) -> list[str]:
-    """How an mcp version's config disagrees with its parameters: the argument that carries the
-    idempotency key is ToolHub's to fill, so the model must not see or fill it; `send_null`
-    names properties of the parameters."""
-    problems = []
-    argument = executor_config.get("idempotency_argument")
-    if argument in known:
-        problems.append(
-            f"idempotency_argument {argument!r} is also a property of the parameters schema: remove it "
-            "there. ToolHub fills it with the call's idempotency key; a model never does."
-        )
-    send_null = executor_config.get("send_null") or ()
-    if unknown := [p for p in send_null if json_pointer.unescaped(p[1:]) not in known]:
-        problems.append(
-            f"send_null names {', '.join(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not a "
-            "property of the parameters schema."
-        )
-    return problems
-
-
 def platform_settings_named(*, executor: str, executor_config: Any) -> dict[str, str]:
-    """The platform settings an http version's config names, by key (`secret_ref`, `url_setting`)."""
-    if executor != "http" or not isinstance(executor_config, Mapping):
+    """The platform settings a version's config names, by key (for http: `secret_ref`,
+    `url_setting`; each kind declares its own)."""
+    declared = executor_kind(executor)
+    if declared is None or not isinstance(executor_config, Mapping):
         return {}
-    return {key: str(executor_config[key]) for key in PLATFORM_SETTING_KEYS if executor_config.get(key)}
+    keys = declared.platform_setting_keys
+    return {key: str(executor_config[key]) for key in keys if executor_config.get(key)}
 
 
 def platform_settings_problems(*, executor: str, executor_config: Any, platform_owned: bool) -> list[str]:

@@ -10,6 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 
 from apps.common.builtin_tools import BUILTIN_TOOL_NAMES
+from apps.common.executor_kinds import executor_kind_choices
 from apps.common.models import (
     OwnerKind,
     TenantOwnedModel,
@@ -101,12 +102,6 @@ class SideEffect(models.TextChoices):
     WRITE = "write", "Write"
 
 
-class ExecutorKind(models.TextChoices):
-    PYTHON = "python", "Python"
-    HTTP = "http", "HTTP"
-    MCP = "mcp", "MCP"
-
-
 class ExecutionMode(models.TextChoices):
     SYNC = "sync"
     ASYNC = "async"
@@ -150,7 +145,9 @@ class ToolVersion(TimeStampedModel):
         default=True, help_text="Every property required and no extra properties."
     )
     side_effect = models.CharField(max_length=12, choices=SideEffect.choices)
-    executor = models.CharField(max_length=8, choices=ExecutorKind.choices)
+    # The kinds the gateway's executors declare (apps/common/executor_kinds.py): a callable, so
+    # a new kind needs no migration.
+    executor = models.CharField(max_length=32, choices=executor_kind_choices)
     executor_config = models.JSONField(default=dict, blank=True)
     timeout_s = models.FloatField(
         default=10.0, validators=[MinValueValidator(0.05), MaxValueValidator(600)]

@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.urls import URLPattern, path
 
 from .admin import _ModelAdminMixinBase, redirect_to_change
+from .compat.django_admin import object_not_found
 
 if TYPE_CHECKING:
     from django.template.response import _TemplateForResponseT
@@ -84,10 +85,7 @@ class ObjectButtonsMixin(_ModelAdminMixinBase):
             return HttpResponseNotAllowed(["POST"])
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
-            # Django's own "not found" answer of the admin; private, so not in the stubs.
-            return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
-                request, self.opts, object_id
-            )
+            return object_not_found(self, request, object_id)
         offered = {b.name: b for b in self.object_buttons(request, obj)}
         if button not in offered:
             raise PermissionDenied

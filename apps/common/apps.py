@@ -1,3 +1,13 @@
+"""apps.common owns what every app shares and belongs to none: abstract models (timestamps,
+tenant ownership), the one error hierarchy and the DRF exception handler, JSON logs and
+request ids, the cache backend, the egress policy, the task decorator and its table of task
+names (tasks.py), the compatibility modules for library internals (compat/), and the
+admin's building blocks.
+
+May import: no app (layers contract, pyproject.toml). Where it needs an app's decision it
+takes it from a setting or a hook the app registers.
+"""
+
 import logging
 
 from django.apps import AppConfig

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.cache.backends.base import BaseCache
 from django.core.cache.backends.redis import RedisCache as DjangoRedisCache
 from django.core.cache.backends.redis import RedisCacheClient
 
-if TYPE_CHECKING:
-    from django.core.cache.backends.redis import RedisSerializer
-    from redis import ConnectionPool, Redis
+from .compat import django_redis_cache
 
 # INCRBY only an existing key; nil for a missing one (Django's incr raises ValueError then).
 _INCR_EXISTING = """
@@ -49,22 +47,19 @@ return value
 
 
 class ReusedClientRedisCacheClient(RedisCacheClient):
-    if TYPE_CHECKING:  # Django's private members built on here, which its stubs leave out
-        _client: type[Redis]
-        _serializer: RedisSerializer
-
-        def _get_connection_pool(self, write: bool) -> ConnectionPool: ...
-
+    # Django's private members built on here are read through compat.django_redis_cache.
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._redis_class = django_redis_cache.redis_class(self)
+        self._values = django_redis_cache.serializer(self)
         self._clients: dict[int, Any] = {}
         self._incr_scripts: dict[int, Any] = {}
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        pool = self._get_connection_pool(write)
+        pool = django_redis_cache.connection_pool(self, write=write)
         client = self._clients.get(id(pool))
         if client is None:
-            client = self._clients[id(pool)] = self._client(connection_pool=pool)
+            client = self._clients[id(pool)] = self._redis_class(connection_pool=pool)
         return client
 
     def incr(self, key: Any, delta: int) -> int:
@@ -85,10 +80,10 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
             if op.name == "add" and op.counters:
                 timeouts = [timeout for _, timeout in op.counters]
                 keys = [op.keys[0], *(key for key, _ in op.counters)]
-                value = self._serializer.dumps(op.value)
+                value = self._values.dumps(op.value)
                 pipeline.eval(_ADD_THEN_COUNT, len(keys), *keys, value, op.timeout, *timeouts)
             elif op.name == "add":
-                pipeline.set(op.keys[0], self._serializer.dumps(op.value), ex=op.timeout, nx=True)
+                pipeline.set(op.keys[0], self._values.dumps(op.value), ex=op.timeout, nx=True)
             elif op.name == "get_many":
                 pipeline.mget(op.keys)
             else:
@@ -99,7 +94,7 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
                 results.append(bool(raw))
             elif op.name == "get_many":
                 found = zip(op.keys, raw, strict=True)
-                results.append({key: self._serializer.loads(v) for key, v in found if v is not None})
+                results.append({key: self._values.loads(v) for key, v in found if v is not None})
             else:
                 results.append(int(raw))
         return results
@@ -108,7 +103,7 @@ class ReusedClientRedisCacheClient(RedisCacheClient):
 class RedisCache(DjangoRedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
-        self._class = ReusedClientRedisCacheClient
+        django_redis_cache.use_client_class(self, ReusedClientRedisCacheClient)
 
 
 @dataclass(frozen=True)
@@ -131,7 +126,7 @@ class CacheBatch:
     def __init__(self, cache: BaseCache) -> None:
         self._cache = cache
         # Through django.core.cache.cache too, which is a proxy of the backend.
-        client = getattr(cache, "_cache", None)
+        client = django_redis_cache.client_of(cache)
         self._redis = client if isinstance(client, ReusedClientRedisCacheClient) else None
         self._operations: list[_Operation] = []
         self._key_of: dict[str, str] = {}

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 from django.db import connection, models, transaction
-from django.db.models.sql import UpdateQuery
+
+from .compat.django_sql import update_sql
 
 
 def one_statement_writes() -> bool:
@@ -59,14 +60,11 @@ def update_then_insert(queryset: models.QuerySet, values: dict[str, Any], then: 
                 return False
             then.save(force_insert=True)
             return True
-    # chain(klass) returns a klass; the stubs say only Query.
-    update_query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
-    update_query.add_update_values(values)
-    update_sql, update_params = update_query.get_compiler(connection.alias).as_sql()
+    update, update_params = update_sql(queryset, values, using=connection.alias)
     pk_column = connection.ops.quote_name(queryset.model._meta.pk.column)
     columns, placeholders, insert_params = _row(then)
     sql = (
-        f"WITH moved AS ({update_sql} RETURNING {pk_column}) "
+        f"WITH moved AS ({update} RETURNING {pk_column}) "
         f"INSERT INTO {connection.ops.quote_name(then._meta.db_table)} ({columns}) "
         f"SELECT {placeholders} FROM moved LIMIT 1 RETURNING 1"
     )

@@ -1,3 +1,10 @@
+"""apps.dashboards (a leaf) owns the admin site, the operators' dashboard with its hourly
+rollups of the invocation log (a beat job), and the try-it console.
+
+May import: every app but demo_shop (layers contract, pyproject.toml). Only demo_shop may
+import it.
+"""
+
 from django.apps import AppConfig
 from django.contrib.admin.apps import AdminConfig
 

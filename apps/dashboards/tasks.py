@@ -3,13 +3,12 @@ the rollups past their retention."""
 
 from __future__ import annotations
 
-from celery import shared_task
+from apps.common.tasks import TaskName, toolhub_task
 
 from .rollups import drop_expired_rollups, roll_up_invocations
 
 
-@shared_task(name="dashboards.rollup_invocations", acks_late=True, ignore_result=True,
-             soft_time_limit=1500, time_limit=1800)
+@toolhub_task(name=TaskName.DASHBOARDS_ROLLUP_INVOCATIONS, time_limit=1800)
 def rollup_invocations_task() -> dict[str, int]:
     report = roll_up_invocations()
     dropped = drop_expired_rollups()

@@ -22,6 +22,7 @@ from apps.common.admin import (
     restrict_to_scope,
     validation_message,
 )
+from apps.common.compat.django_admin import object_not_found
 from apps.tenancy.models import Agent
 
 from .console import sample_arguments, version_try
@@ -53,10 +54,7 @@ def version_try_view(request: HttpRequest, object_id: str) -> HttpResponse:
     version_admin = admin.site.get_model_admin(ToolVersion)
     version = version_admin.get_object(request, unquote(object_id))
     if version is None:
-        # Django's own "not found" answer of the admin; private, so not in the stubs.
-        return version_admin._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
-            request, version_admin.opts, object_id
-        )
+        return object_not_found(version_admin, request, object_id)
     if not request.user.has_perm("catalog.change_toolversion"):
         raise PermissionDenied
     agents = restrict_to_scope(Agent.objects.select_related("tenant").filter(active=True),

@@ -13,14 +13,14 @@ from datetime import date
 from typing import Any
 
 from apps.common.errors import NotFoundError, ToolHubError
-from apps.gateway.contracts import CallContext, StateLimit
-from apps.gateway.executors.base import (
+from apps.gateway.callables import (
     ExecutionRejected,
     ExecutionRequest,
     ReconcileAnswer,
     reconcile_callable,
     tool_callable,
 )
+from apps.gateway.contracts import CallContext, StateLimit
 from apps.gateway.state import state_reader
 
 from .models import DemoOrder, OrderStatus

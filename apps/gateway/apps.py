@@ -1,3 +1,11 @@
+"""apps.gateway owns the invoke path: the pure pipeline, the executors (the only outbound
+I/O, through the egress transport), orchestration, the agent API, MCP, and the Celery tasks
+that execute and reconcile ledger entries (keeping their `ledger.*` names).
+
+May import: ledger, catalog, tenancy, upstreams, audit, common (layers contract,
+pyproject.toml); never capabilities, imports, catalog_as_code, dashboards or demo_shop.
+"""
+
 from django.apps import AppConfig
 
 
@@ -7,6 +15,11 @@ class GatewayConfig(AppConfig):
     verbose_name = "Gateway"
 
     def ready(self) -> None:
+        # Each executor package registers its kind, for the gateway and the catalog (executors/registry.py).
+        from .executors import discover
+
+        discover()
+
         # The ledger's admin approves and reconciles entries; only the gateway executes them,
         # and the ledger may not import it (apps/ledger/execution_hooks.py).
         from apps.ledger.execution_hooks import EntryExecution, register_entry_execution

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from apps.common.builtin_tools import REQUEST_CAPABILITY
-from apps.common.errors import ForbiddenError, UnavailableError
+from apps.common.errors import ForbiddenError, ToolHubError, UnavailableError
 from apps.tenancy.sessions import SessionClaims
 
 if TYPE_CHECKING:
@@ -224,19 +224,58 @@ class TaskSighting:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """A call after execution, before shaping: a raw result, or a finished envelope."""
+class Executed:
+    """The executor answered (or a replay of a committed key): the raw result, shaped when
+    rendered."""
 
-    call: ToolCall
-    version: VersionSpec | None = None
-    result: Any = None
-    envelope: dict[str, Any] | None = None
-    execution_id: str | None = None
+    result: Any
     cached: bool = False
 
-    @property
-    def has_result(self) -> bool:
-        return self.envelope is None
+
+@dataclass(frozen=True)
+class Refused:
+    """An error the model reads: from validation, from an executor, or from the ledger's state."""
+
+    error: ToolHubError
+
+
+@dataclass(frozen=True)
+class FailedBefore:
+    """A key the ledger recorded as failed: the error envelope stored when it failed. A replay
+    (the same call sent again) says it is cached; an execution's poll says which it was."""
+
+    error: Mapping[str, Any]
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The call runs later, on a worker (`accepted`) or once an operator approves it."""
+
+    awaiting_approval: bool = False
+
+
+@dataclass(frozen=True)
+class WouldRun:
+    """A dry run: the validation layer passed and nothing ran; what would run, under which key."""
+
+    arguments: Mapping[str, Any]
+    args_hash: str
+    idempotency_key: str | None
+
+
+# What became of a call; replies.py alone turns it into the envelope the model reads.
+Answer = Executed | Refused | FailedBefore | Pending | WouldRun
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A call after validation and execution, before it is rendered."""
+
+    call: ToolCall
+    answer: Answer
+    version: VersionSpec | None = None
+    execution_id: str | None = None
 
 
 @dataclass(frozen=True)

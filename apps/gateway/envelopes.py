@@ -18,7 +18,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from apps.catalog.models import DEFAULT_EMPTY_MEANING
 from apps.gateway.contracts import VersionSpec
-from apps.gateway.pipeline.text import join_names
+from apps.gateway.text import join_names
 
 # Budgets below this are raised to it: a summary and a note need some room to say anything.
 MIN_LIMIT_CHARS = 100

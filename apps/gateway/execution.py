@@ -3,7 +3,10 @@ a worker. Executors never run inside a database transaction.
 
 `pipeline.plan.execution_plan` decides how each call runs; this module carries it out:
 record the intent, execute or enqueue, wait a while when the client asked to, and record
-what is known afterwards. Answers that need no executor come from replies.py.
+what is known afterwards. It returns typed outcomes (contracts.Outcome); replies.py renders
+them, and replays.py answers a key the ledger already holds. Entries go to the workers
+through the ledger's execution hook (apps/ledger/execution_hooks.py), which the gateway's
+Celery edge registers, so nothing here imports the tasks.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +23,7 @@ from kombu.exceptions import OperationalError
 
 from apps.common.errors import InternalError, ToolHubError, ToolTimeoutError, UnavailableError, UpstreamError
 from apps.common.request_context import in_current_context
+from apps.ledger.execution_hooks import entry_execution
 from apps.ledger.models import ApprovalStatus, LedgerEntry, LedgerState
 from apps.ledger.selectors import approval_status_of, ledger_entry_for_call, ledger_entry_to_run
 from apps.ledger.services import (
@@ -32,8 +37,18 @@ from apps.ledger.services import (
 from apps.tenancy.authentication import AgentPrincipal
 
 from . import counters, metrics
-from .contracts import InvokeOptions, Outcome, PreparedCall, ToolCall, VersionSpec, thaw
-from .envelopes import accepted_envelope, pending_approval_envelope
+from .contracts import (
+    Executed,
+    InvokeOptions,
+    Outcome,
+    Pending,
+    PreparedCall,
+    Refused,
+    ToolCall,
+    WouldRun,
+    thaw,
+)
+from .execution_requests import entry_execution_request, execution_request, prepared_from_entry
 from .executors import execute
 from .executors.base import (
     AnswerTooLarge,
@@ -45,7 +60,8 @@ from .executors.base import (
     ExecutionTimedOut,
 )
 from .pipeline.plan import ExecutionPlan, Run, execution_plan, idempotency_key
-from .replies import execution_envelope, replay, uncertain
+from .replays import entry_outcome, replay, uncertain
+from .replies import error_envelope
 
 logger = logging.getLogger("toolhub.gateway")
 
@@ -56,53 +72,6 @@ def _too_large(tool: str, exc: AnswerTooLarge) -> str:
     return (
         f"{tool}'s external system answered more than {exc.limit} bytes, the most ToolHub reads of "
         "an answer (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES), so the answer was not read."
-    )
-
-
-def execution_request(
-    prepared: PreparedCall, *, tenant_id: int, tenant_slug: str, agent_id: int, task_id: str,
-    idempotency_key: str | None,
-) -> ExecutionRequest:
-    """What the executor is asked: from a prepared call, or one rebuilt from its ledger entry."""
-    version = prepared.version
-    return ExecutionRequest(
-        tenant_slug=tenant_slug,
-        tenant_id=tenant_id,
-        agent_id=agent_id,
-        task_id=task_id,
-        call_id=prepared.call.call_id,
-        tool_name=version.tool_name,
-        version_number=version.number,
-        arguments=thaw(prepared.arguments),
-        timeout_s=version.timeout_s,
-        config=thaw(version.executor_config),
-        subject=prepared.subject,
-        idempotency_key=idempotency_key,
-        platform_owned=version.platform_owned,
-    )
-
-
-def prepared_from_entry(entry: LedgerEntry) -> PreparedCall:
-    """The call an entry recorded, as it passed validation then (its version loaded)."""
-    version = VersionSpec.from_model(entry.version)
-    return PreparedCall(
-        call=ToolCall(call_id=entry.call_id, name=version.tool_name, arguments=entry.arguments),
-        version=version,
-        arguments=entry.arguments,
-        args_hash=entry.args_hash,
-        subject=entry.subject,
-    )
-
-
-def entry_execution_request(entry: LedgerEntry) -> ExecutionRequest:
-    """What the executor is (or was) asked for this entry, rebuilt from the ledger row alone."""
-    return execution_request(
-        prepared_from_entry(entry),
-        tenant_id=entry.tenant_id,
-        tenant_slug=entry.tenant.slug,
-        agent_id=entry.agent_id,
-        task_id=entry.task_id,
-        idempotency_key=entry.key,
     )
 
 
@@ -141,6 +110,22 @@ def execute_all(
     return [outcomes[i] for i in range(len(prepared))]
 
 
+def dry_run(prepared: PreparedCall, *, tenant_slug: str, task_id: str) -> Outcome:
+    """What would run, and under which key: the validation layer passed, nothing runs."""
+    version = prepared.version
+    key = None
+    if version.is_write:
+        key = idempotency_key(
+            tenant_slug=tenant_slug,
+            task_id=task_id,
+            call_id=prepared.call.call_id,
+            tool=version.tool_name,
+            args_hash=prepared.args_hash,
+        )
+    answer = WouldRun(arguments=prepared.arguments, args_hash=prepared.args_hash, idempotency_key=key)
+    return Outcome(call=prepared.call, version=version, answer=answer)
+
+
 @metrics.timed(metrics.EXECUTION)
 def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared: PreparedCall) -> Outcome:
     """Execute a readonly/recomputable call directly: no ledger row, nothing to reconcile."""
@@ -156,43 +141,31 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
     try:
         result = execute(version.executor, request)
     except ExecutionRejected as exc:
-        return Outcome(
-            call=call,
-            version=version,
-            envelope=exc.error.as_envelope(call_id=call.call_id, tool=version.tool_name),
-        )
+        return Outcome(call=call, version=version, answer=Refused(exc.error))
     except ExecutionTimedOut:
-        error: ToolHubError = ToolTimeoutError(
+        timed_out = ToolTimeoutError(
             f"{version.tool_name} did not answer within {version.timeout_s} s.",
             hint="It changes nothing, but calling it the same way will likely time out again: "
             "narrow the request (fewer items, a shorter range) or tell the user it is slow now.",
         )
-        return Outcome(
-            call=call,
-            version=version,
-            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
-        )
+        return Outcome(call=call, version=version, answer=Refused(timed_out))
     except ExecutionError as exc:
         logger.warning("readonly %s failed upstream: %s", version.tool_name, exc)
         if isinstance(exc, AnswerTooLarge):
-            error = UpstreamError(
+            failed = UpstreamError(
                 _too_large(version.tool_name, exc),
                 hint="Ask for less in one call if the tool allows it (fewer items, a narrower range, "
                 "a smaller page); otherwise tell the user the answer is too large to read.",
             )
         else:
-            error = UpstreamError(
+            failed = UpstreamError(
                 f"{version.tool_name}'s external system failed to answer.",
                 hint="The problem is on the provider's side; tell the user and try later, not now.",
             )
-        return Outcome(
-            call=call,
-            version=version,
-            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
-        )
+        return Outcome(call=call, version=version, answer=Refused(failed))
     if prepared.is_prerequisite:
         counters.mark_done(tenant_id=principal.tenant_id, task_id=options.task_id, tool=version.tool_name)
-    return Outcome(call=call, version=version, result=result)
+    return Outcome(call=call, version=version, answer=Executed(result))
 
 
 @metrics.timed(metrics.EXECUTION)
@@ -245,8 +218,9 @@ def run_ledgered(
     if not opened.created:
         return replay(entry, key, prepared)
     if plan.run is Run.APPROVAL:
-        envelope = pending_approval_envelope(call_id=call.call_id, execution_id=execution_id)
-        return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
+        return Outcome(
+            call=call, version=version, answer=Pending(awaiting_approval=True), execution_id=execution_id
+        )
     if plan.run is Run.LEDGERED:
         request = execution_request(
             prepared,
@@ -261,22 +235,15 @@ def run_ledgered(
     if plan.wait_s > 0:
         entry = _wait_for_outcome(entry.pk, plan.wait_s)
         if entry.state != LedgerState.INTENT:
-            return Outcome(
-                call=call,
-                version=version,
-                envelope=execution_envelope(entry=entry),
-                execution_id=execution_id,
-            )
-    envelope = accepted_envelope(call_id=call.call_id, execution_id=execution_id)
-    return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
+            # The entry's answer, logged against the call as the agent sent it.
+            return replace(entry_outcome(entry), call=call)
+    return Outcome(call=call, version=version, answer=Pending(), execution_id=execution_id)
 
 
 def _enqueue(entry: LedgerEntry, call: ToolCall) -> None:
     """Hand an intent to the workers; if the broker refuses, nothing will run: say so."""
-    from .tasks import enqueue_entry
-
     try:
-        enqueue_entry(str(entry.pk))
+        entry_execution().enqueue(str(entry.pk))
     except OperationalError:
         logger.error("broker unreachable; refusing async call %s", entry.pk)
         error = UnavailableError(
@@ -289,7 +256,7 @@ def _enqueue(entry: LedgerEntry, call: ToolCall) -> None:
         ledger_fail_intent(
             entry_id=entry.pk,
             actor="gateway",
-            error=error.as_envelope(call_id=call.call_id),
+            error=error_envelope(error, call_id=call.call_id),
             note="broker unreachable at enqueue",
         )
         raise error from None
@@ -331,26 +298,27 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
     call, version = prepared.call, prepared.version
     execution_id = str(entry.pk)
     actor = f"executor:{version.executor}"
+
+    def refused(error: ToolHubError) -> Outcome:
+        return Outcome(call=call, version=version, answer=Refused(error), execution_id=execution_id)
+
+    def failed(error: ToolHubError, note: str) -> Outcome:
+        stored = error_envelope(error, call_id=call.call_id, tool=version.tool_name)
+        ledger_record_outcome(entry=entry, to_state=LedgerState.FAILED, actor=actor, error=stored, note=note)
+        return refused(error)
+
     try:
         result = execute(version.executor, request)
     except ExecutionRejected as exc:
-        envelope = exc.error.as_envelope(call_id=call.call_id, tool=version.tool_name)
-        ledger_record_outcome(
-            entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=exc.error.message
-        )
-        return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
+        return failed(exc.error, exc.error.message)
     except ExecutionNotSent as exc:
-        error: ToolHubError = UpstreamError(
+        not_sent = UpstreamError(
             f"{version.tool_name}'s external system could not be reached; nothing was sent, "
             "so nothing happened.",
             hint="The provider is down, unreachable or wrongly configured in ToolHub. Tell the user "
             "the action was not done; try again later with a new call id.",
         )
-        envelope = error.as_envelope(call_id=call.call_id, tool=version.tool_name)
-        ledger_record_outcome(
-            entry=entry, to_state=LedgerState.FAILED, actor=actor, error=envelope, note=str(exc)
-        )
-        return Outcome(call=call, version=version, envelope=envelope, execution_id=execution_id)
+        return failed(not_sent, str(exc))
     except (ExecutionTimedOut, ExecutionAmbiguous) as exc:
         timed_out = isinstance(exc, ExecutionTimedOut)
         if timed_out:
@@ -359,14 +327,8 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
             said = _too_large(version.tool_name, exc) + " The call was sent, so it may have happened."
         else:
             said = f"{version.tool_name}'s external system failed after receiving the call."
-        error = uncertain(ToolTimeoutError if timed_out else UpstreamError, said, entry.pk)
         ledger_record_outcome(entry=entry, to_state=LedgerState.UNKNOWN, actor=actor, note=str(exc))
-        return Outcome(
-            call=call,
-            version=version,
-            envelope=error.as_envelope(call_id=call.call_id, tool=version.tool_name),
-            execution_id=execution_id,
-        )
+        return refused(uncertain(ToolTimeoutError if timed_out else UpstreamError, said, entry.pk))
     except Exception:
         internal = InternalError()
         logger.exception(
@@ -381,13 +343,8 @@ def execute_entry(*, entry: LedgerEntry, request: ExecutionRequest, prepared: Pr
             actor=actor,
             note=f"executor crashed, error id {internal.error_id}",
         )
-        return Outcome(
-            call=call,
-            version=version,
-            envelope=internal.as_envelope(call_id=call.call_id, tool=version.tool_name),
-            execution_id=execution_id,
-        )
+        return refused(internal)
     ledger_record_outcome(entry=entry, to_state=LedgerState.COMMITTED, actor=actor, result=result)
     if prepared.is_prerequisite:
         counters.mark_done(tenant_id=entry.tenant_id, task_id=entry.task_id, tool=version.tool_name)
-    return Outcome(call=call, version=version, result=result, execution_id=execution_id)
+    return Outcome(call=call, version=version, answer=Executed(result), execution_id=execution_id)

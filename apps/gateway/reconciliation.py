@@ -10,7 +10,7 @@ from apps.ledger.reconciliation import RECONCILER, ledger_record_reconcile_answe
 from apps.ledger.selectors import ledger_entry_to_run
 
 from .contracts import VersionSpec
-from .execution import entry_execution_request
+from .execution_requests import entry_execution_request
 from .executors import reconcile
 from .executors.base import ReconcileAnswer
 from .pipeline.normalize import args_hash

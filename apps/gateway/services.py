@@ -4,8 +4,8 @@
     execution.execute_all     each call as pipeline/plan.py decides: direct read, or under the
                               ledger, in the request or on a worker (executors never run
                               inside a database transaction)
-    replies.finish_all        shaped results sharing the batch's budget, or the envelope
-                              decided earlier (replays, dry runs, errors)
+    replies.render_all        the one place outcomes become envelopes: shaped results
+                              sharing the batch's budget, errors, polls, replays, dry runs
 
 Every outcome is an envelope (contract §3); every call is written to the invocation log.
 """
@@ -27,9 +27,9 @@ from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.sessions import SessionClaims, verify_session
 
 from . import metrics
-from .contracts import InvokeOptions, Outcome, PreparedCall, ToolCall
-from .execution import execute_all
-from .replies import dry_run_envelope, finish_all
+from .contracts import InvokeOptions, Outcome, PreparedCall, Refused, ToolCall
+from .execution import dry_run, execute_all
+from .replies import render_all
 from .selectors import agent_catalog
 from .validation import prepare_call
 
@@ -69,23 +69,15 @@ def invoke_calls(
         except ToolHubError as error:
             if isinstance(error, UnknownToolError) and not options.dry_run:
                 _note_unknown_tool(principal, options, call)
-            prepared.append(
-                Outcome(call=call, envelope=error.as_envelope(call_id=call.call_id, tool=call.name))
-            )
+            prepared.append(Outcome(call=call, answer=Refused(error)))
     if options.dry_run:
+        slug, task_id = principal.tenant_slug, options.task_id
         outcomes = [
-            p
-            if isinstance(p, Outcome)
-            else Outcome(
-                call=p.call,
-                version=p.version,
-                envelope=dry_run_envelope(p, tenant_slug=principal.tenant_slug, task_id=options.task_id),
-            )
-            for p in prepared
+            p if isinstance(p, Outcome) else dry_run(p, tenant_slug=slug, task_id=task_id) for p in prepared
         ]
     else:
         outcomes = execute_all(principal, options, prepared)
-    envelopes = finish_all(outcomes, budget_chars)
+    envelopes = render_all(outcomes, budget_chars)
     for outcome, envelope in zip(outcomes, envelopes, strict=True):
         _log(principal, options, outcome, envelope, started)
         metrics.invocation_observed(

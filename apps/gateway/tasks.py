@@ -1,14 +1,13 @@
 """Celery tasks that execute: ledger entries, and the beat jobs that find out what became of
 uncertain ones. Thin: ids in, re-read state, one service call.
 
-The beat jobs keep their `ledger.*` names (toolhub/celery.py schedules them by name): they
-act on the ledger, but only the gateway may run executors, so they live here.
+The beat jobs keep their `ledger.*` names (names never change: apps/common/tasks.TaskName):
+they act on the ledger, but only the gateway may run executors, so they live here.
 """
 
 from __future__ import annotations
 
-from celery import shared_task
-
+from apps.common.tasks import TaskName, toolhub_task
 from apps.ledger.reconciliation import entries_due_for_reconciliation, ledger_hold_due_checks, ledger_sweep
 
 from .execution import execute_async_entry
@@ -21,13 +20,8 @@ _RECONCILE_LEASE_S = 120
 
 # The hard limit stays above the longest tool timeout (ToolVersion.timeout_s ≤ 600 s), so an
 # executor always answers (or times out) before Celery kills the task.
-@shared_task(
-    name="gateway.execute_entry",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    ignore_result=True,
-    soft_time_limit=630,
-    time_limit=660,
+@toolhub_task(
+    name=TaskName.GATEWAY_EXECUTE_ENTRY, time_limit=660, soft_time_limit=630, reject_on_worker_lost=True
 )
 def execute_entry_task(entry_id: str) -> None:
     execute_async_entry(entry_id=entry_id)
@@ -39,7 +33,7 @@ def enqueue_entry(entry_id: str) -> None:
     execute_entry_task.delay(entry_id)
 
 
-@shared_task(name="ledger.sweep", acks_late=True, ignore_result=True, soft_time_limit=100, time_limit=120)
+@toolhub_task(name=TaskName.LEDGER_SWEEP, time_limit=120)
 def ledger_sweep_task() -> dict[str, int]:
     report = ledger_sweep()
     for entry_id in report.to_enqueue:
@@ -51,9 +45,7 @@ def ledger_sweep_task() -> dict[str, int]:
     }
 
 
-@shared_task(
-    name="ledger.reconcile_due", acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60
-)
+@toolhub_task(name=TaskName.LEDGER_RECONCILE_DUE, time_limit=60)
 def ledger_reconcile_due_task() -> int:
     due = entries_due_for_reconciliation()
     ledger_hold_due_checks(entry_ids=due, for_s=_RECONCILE_LEASE_S)
@@ -62,12 +54,6 @@ def ledger_reconcile_due_task() -> int:
     return len(due)
 
 
-@shared_task(
-    name="ledger.reconcile_entry",
-    acks_late=True,
-    ignore_result=True,
-    soft_time_limit=100,
-    time_limit=120,
-)
+@toolhub_task(name=TaskName.LEDGER_RECONCILE_ENTRY, time_limit=120)
 def ledger_reconcile_entry_task(entry_id: str) -> str:
     return ledger_reconcile_entry(entry_id=entry_id)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import httpx
-
-from apps.common.egress import EgressRefused
-from apps.gateway.executors.answer_limit import ResponseTooLarge
-from apps.gateway.executors.egress import EgressTransport
+from apps.gateway.outbound import (
+    FetchFailed,
+    FetchRefused,
+    FetchTooLarge,
+    FetchUnsuccessful,
+    fetch_document,
+)
 
 from .errors import ImportRefused
 from .limits import ImportLimits, too_large
@@ -21,21 +23,16 @@ def document_fetch(*, url: str) -> bytes:
     (TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES)."""
     limit = ImportLimits.from_settings().max_document_bytes
     try:
-        with httpx.Client(
-            transport=EgressTransport(), timeout=TIMEOUT_S, follow_redirects=True, max_redirects=3,
-            headers={"User-Agent": "ToolHub/1", "Accept": "application/json, application/yaml"},
-        ) as client, client.stream("GET", url) as response:
-            if not response.is_success:
-                raise ImportRefused(f"Fetching {url} answered HTTP {response.status_code}.")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > limit:
-                    raise ImportRefused(too_large(f"The document at {url}", None, limit))
-            return bytes(body)
-    except EgressRefused as exc:
+        return fetch_document(
+            url=url, max_bytes=limit, timeout_s=TIMEOUT_S, accept="application/json, application/yaml"
+        )
+    except FetchRefused as exc:
         raise ImportRefused(f"The egress policy refuses {url}: {exc.reason}. Nothing was fetched.") from None
-    except ResponseTooLarge as exc:
+    except FetchUnsuccessful as exc:
+        raise ImportRefused(f"Fetching {url} answered HTTP {exc.status_code}.") from None
+    except FetchTooLarge as exc:
+        if exc.limit is not None:
+            raise ImportRefused(too_large(f"The document at {url}", None, exc.limit)) from None
         raise ImportRefused(f"The document at {url} is too large: {exc}.") from None
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise ImportRefused(f"Could not fetch {url} ({type(exc).__name__}).") from None
+    except FetchFailed as exc:
+        raise ImportRefused(f"Could not fetch {url} ({exc}).") from None

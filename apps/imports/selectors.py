@@ -14,7 +14,7 @@ from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.selectors import tools_visible_to_tenant
 from apps.common.builtin_tools import BUILTIN_TOOL_NAMES
 from apps.common.jsontext import printable, text_hazard
-from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
+from apps.gateway.outbound import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind

@@ -22,7 +22,7 @@ from django.utils import timezone
 from apps.catalog.models import DriftFinding, DriftKind, ToolVersion, VersionStatus
 from apps.catalog.services import drift_finding_record, drift_findings_close_incomplete
 from apps.common.jsontext import printable, printable_value
-from apps.gateway.executors.mcp import ListingFailed, list_mcp_tools
+from apps.gateway.outbound import ListingFailed, list_mcp_tools
 from apps.tenancy.models import Tenant
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import Upstream, UpstreamKind

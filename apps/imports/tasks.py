@@ -3,8 +3,7 @@ check MCP servers for drift. Thin: ids in, one service call."""
 
 from __future__ import annotations
 
-from celery import shared_task
-
+from apps.common.tasks import TaskName, toolhub_task
 from apps.upstreams.models import Upstream, UpstreamKind
 
 from .runs import RUN_TIME_LIMIT_S, openapi_import_run_execute
@@ -13,7 +12,7 @@ from .sync import upstream_sync, upstreams_claim_due_syncs
 ACTOR = "beat:sync_upstreams"
 
 
-@shared_task(name="upstreams.sync_due", acks_late=True, ignore_result=True, soft_time_limit=50, time_limit=60)
+@toolhub_task(name=TaskName.UPSTREAMS_SYNC_DUE, time_limit=60)
 def upstreams_sync_due_task() -> int:
     """Every minute: enqueue a drift check of each MCP upstream whose interval has passed."""
     due = upstreams_claim_due_syncs()
@@ -24,7 +23,7 @@ def upstreams_sync_due_task() -> int:
 
 # The hard limit stays above the longest upstream timeout (≤ 600 s), so a listing always
 # answers (or times out) before Celery kills the task.
-@shared_task(name="upstreams.sync", acks_late=True, ignore_result=True, soft_time_limit=630, time_limit=660)
+@toolhub_task(name=TaskName.UPSTREAMS_SYNC, time_limit=660, soft_time_limit=630)
 def upstream_sync_task(upstream_id: int) -> int:
     upstream = Upstream.objects.select_related("tenant").filter(pk=upstream_id, kind=UpstreamKind.MCP).first()
     if upstream is None:  # deleted, or no longer an MCP server, since it was enqueued
@@ -36,7 +35,11 @@ def upstream_sync_task(upstream_id: int) -> int:
 # soft limit. A worker that dies mid-import rolls its transaction back and the task is
 # delivered again (acks_late, reject_on_worker_lost); one killed at the hard limit leaves its
 # run "running", which the page reports as stopped (runs.run_stopped).
-@shared_task(name="imports.openapi_import", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             soft_time_limit=RUN_TIME_LIMIT_S - 60, time_limit=RUN_TIME_LIMIT_S)
+@toolhub_task(
+    name=TaskName.IMPORTS_OPENAPI_IMPORT,
+    time_limit=RUN_TIME_LIMIT_S,
+    soft_time_limit=RUN_TIME_LIMIT_S - 60,
+    reject_on_worker_lost=True,
+)
 def openapi_import_task(run_id: int) -> str:
     return openapi_import_run_execute(run_id=run_id)

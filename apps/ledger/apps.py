@@ -1,3 +1,11 @@
+"""apps.ledger owns the side-effect ledger: entries and their events, the transition table,
+approvals, reconciliation and the triage queue. It records; only the gateway executes
+(execution_hooks.py is how the ledger's admin reaches it).
+
+May import: catalog, tenancy, upstreams, audit, common (layers contract, pyproject.toml);
+never gateway.
+"""
+
 from django.apps import AppConfig
 
 

@@ -15,7 +15,7 @@ from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Grant
 from apps.tenancy.services import agent_key_issue
 from tests.gateway.callables import RUNS
-from tests.gateway.test_http_upstreams import PARAMETERS
+from tests.gateway.executors.http.test_http_upstreams import PARAMETERS
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from apps.catalog.models import Toolset, ToolVersion
 from apps.catalog.selectors import version_findings
 from apps.demo_shop.shipping.server import reviewed_tool_definitions
-from apps.gateway.executors.mcp import list_mcp_tools
+from apps.gateway.outbound import list_mcp_tools
 from apps.imports.mcp_tools import definition_digest
 from apps.upstreams.selectors import upstream_for_call
 from tests.shipping_upstream import KEY, shipping_server

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from apps.catalog.definitions import validate_definition
 from apps.catalog.lint import ToolDefinition, lint_tool
-from apps.gateway.executors.http_mapping import request_parts
+from apps.gateway.executors.http.mapping import request_parts
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "http-tools.md").read_text()
 EXAMPLES = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", PAGE, re.DOTALL)]

@@ -13,8 +13,8 @@ from apps.common.logs import JsonFormatter
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import credential_set, upstream_save
 from tests.gateway.conftest import invoke
+from tests.gateway.executors.http.test_http_upstreams import tenant_tool
 from tests.gateway.mcp_tools import mcp_tool
-from tests.gateway.test_http_upstreams import tenant_tool
 from tests.http_upstream import http_upstream
 from tests.mcp_upstream import McpUpstream, mcp_upstream
 

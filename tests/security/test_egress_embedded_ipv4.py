@@ -13,7 +13,7 @@ import pytest
 
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.gateway.conftest import invoke
-from tests.gateway.test_http_upstreams import an_upstream, tenant_tool
+from tests.gateway.executors.http.test_http_upstreams import an_upstream, tenant_tool
 
 pytestmark = pytest.mark.django_db
 

@@ -20,14 +20,14 @@ from django.utils import timezone
 from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.services import version_create_draft, version_retire
 from apps.gateway.executors.base import ExecutionRequest
-from apps.gateway.executors.http import reconcile_http
+from apps.gateway.executors.http.executor import reconcile_http
 from apps.imports.openapi_services import openapi_import
 from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.models import Grant
 from apps.upstreams.models import Upstream as UpstreamRecord
 from apps.upstreams.services import credential_set, upstream_save
 from tests.gateway.conftest import invoke
-from tests.gateway.test_http_upstreams import PARAMETERS
+from tests.gateway.executors.http.test_http_upstreams import PARAMETERS
 from tests.http_upstream import Upstream, http_upstream
 from tests.listeners import RecordingListener, recording_listener
 

@@ -14,7 +14,7 @@ from django.conf import settings as django_settings
 from apps.catalog.models import Tool
 from apps.common.catalog_generation import catalog_changed
 from apps.gateway.executors.base import ExecutionRequest
-from apps.gateway.executors.http import reconcile_http
+from apps.gateway.executors.http.executor import reconcile_http
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.gateway.conftest import invoke
 from tests.listeners import RecordingListener, http_response, recording_listener

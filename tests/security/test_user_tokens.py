@@ -18,7 +18,7 @@ from apps.tenancy.services import agent_key_issue, session_mint
 from apps.upstreams.models import SubjectCredential
 from tests.factories import AgentFactory
 from tests.gateway.conftest import invoke
-from tests.gateway.test_http_upstreams import an_upstream, tenant_tool
+from tests.gateway.executors.http.test_http_upstreams import an_upstream, tenant_tool
 from tests.http_upstream import Answer, Upstream, http_upstream
 
 pytestmark = pytest.mark.django_db

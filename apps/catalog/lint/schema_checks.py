@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from apps.common.executor_kinds import executor_kind
+
 from ..definitions import path_placeholders
 from .findings import ERROR, WARNING, Finding, ToolDefinition
 
@@ -220,15 +222,11 @@ def check_write_safety(tool: ToolDefinition) -> Iterable[Finding]:
             "Set a timeout a little above the external system's usual answer time.",
         )
     config = tool.executor_config or {}
-    # An mcp write is asked about through its upstream's status tool, which needs the key
-    # sent in the write; whether the upstream names a status tool is the upstream's page.
-    hook_key, how = {
-        "python": ("reconcile", 'a "reconcile" callable in executor_config'),
-        "mcp": ("idempotency_argument", 'an "idempotency_argument" in executor_config (the tool\'s '
-                "argument that takes the idempotency key) and a status tool on its upstream"),
-    }.get(tool.executor, ("status_path", 'a "status_path" in executor_config (the upstream\'s status '
-                                         "endpoint by idempotency key)"))
-    if not config.get(hook_key):
+    # Each executor kind declares which config key gives a write its reconcile path.
+    declared = executor_kind(tool.executor)
+    hook_key = declared.reconcile_key if declared else ""
+    how = (declared.reconcile_how if declared else "") or "an executor kind that can reconcile a write"
+    if not hook_key or not config.get(hook_key):
         yield Finding(
             WARNING, "write-without-reconcile", "executor_config",
             "After a timeout nobody can find out whether this write happened: every unknown outcome "

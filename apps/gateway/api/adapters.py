@@ -7,7 +7,6 @@ order, results in the calls' order with ids matched, and an optional shared budg
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
@@ -17,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.gateway.contracts import ToolCall
+from apps.gateway.replies import envelope_text
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.tenancy.authentication import principal_of
 from apps.tenancy.sessions import SESSION_HEADER
@@ -30,11 +30,6 @@ _ERRORS = {
         EnvelopeSerializer, description="Malformed request, or a message without tool calls."
     ),
 }
-
-
-def envelope_text(envelope: dict[str, Any]) -> str:
-    """The envelope as the model reads it: compact JSON text."""
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _unique_ids(ids: list[str]) -> None:

@@ -1,4 +1,9 @@
-"""Executors: the only code of the gateway with effects outside ToolHub."""
+"""Executors: the only code of the gateway with effects outside ToolHub.
+
+One package per kind (python/, http/, mcp/), each registering its Executor in its
+`__init__.py` (registry.py); base.py holds what every kind takes, returns and raises, and
+egress.py and answer_limit.py what every kind's connections go through.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,42 @@ from typing import Any
 
 from django.db import connection
 
-from .base import ExecutionRequest, ReconcileAnswer
-from .http import reconcile_http, run_http
-from .mcp import reconcile_mcp, run_mcp
-from .python import reconcile_python, run_python
+from apps.common.errors import UnavailableError
 
-_RUNNERS = {"python": run_python, "http": run_http, "mcp": run_mcp}
-_RECONCILERS = {"python": reconcile_python, "http": reconcile_http, "mcp": reconcile_mcp}
+from .base import ExecutionRejected, ExecutionRequest, ReconcileAnswer
+from .registry import Executor, UnknownExecutorKind, discover, executor_for, register, registered
+
+__all__ = [
+    "Executor",
+    "UnknownExecutorKind",
+    "discover",
+    "execute",
+    "executor_for",
+    "reconcile",
+    "register",
+    "registered",
+]
 
 
 def execute(kind: str, request: ExecutionRequest) -> Any:
     """Run one call with the executor of `kind`; raises the ExecutionError subclasses of base.
 
     Never inside a database transaction: the intent must be committed before anything runs,
-    and a slow upstream must not hold row locks (raises AssertionError otherwise).
+    and a slow upstream must not hold row locks (raises AssertionError otherwise). A kind no
+    executor is registered for is refused (`unavailable`, nothing sent).
     """
     if _in_transaction():
         raise AssertionError(f"the {kind} executor was called inside a database transaction")
-    return _RUNNERS[kind](request)
+    try:
+        executor = executor_for(kind)
+    except UnknownExecutorKind as unknown:
+        raise ExecutionRejected(
+            UnavailableError(
+                f"The executor of {request.tool_name} is not installed on this server.",
+                hint="This tool cannot run right now; tell the user and do not retry.",
+            )
+        ) from unknown
+    return executor.run(request)
 
 
 def _in_transaction() -> bool:
@@ -35,5 +58,10 @@ def _in_transaction() -> bool:
 
 
 def reconcile(kind: str, request: ExecutionRequest) -> ReconcileAnswer:
-    """Ask the executor of `kind` what became of an uncertain call."""
-    return _RECONCILERS[kind](request)
+    """Ask the executor of `kind` what became of an uncertain call. For a kind no executor is
+    registered for, nobody can: straight to triage."""
+    try:
+        executor = executor_for(kind)
+    except UnknownExecutorKind as unknown:
+        return ReconcileAnswer(found=None, note=str(unknown), retry=False)
+    return executor.reconcile(request)

@@ -25,6 +25,7 @@ import httpcore2
 import httpx
 import httpx2
 
+from apps.common.compat.httpx_pool import use_async_pool, use_pool
 from apps.common.egress import EgressRefused, IPAddress, egress_policy
 
 from .answer_limit import CappedAsyncStream, CappedStream
@@ -133,13 +134,14 @@ class EgressTransport(httpx.HTTPTransport):
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)  # httpx's defaults
         super().__init__(trust_env=False, limits=limits)
         # httpx has no public way to pass a network backend: build its pool with ours.
-        self._pool = httpcore.ConnectionPool(
+        pool = httpcore.ConnectionPool(
             ssl_context=httpx.create_ssl_context(trust_env=False),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=_PolicedBackend(),
         )
+        use_pool(self, pool)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if reason := egress_policy().url_refusal(str(request.url)):
@@ -158,13 +160,14 @@ class AsyncEgressTransport(httpx2.AsyncHTTPTransport):
         self.cut_off = 0
         limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)
         super().__init__(trust_env=False, limits=limits)
-        self._pool = httpcore2.AsyncConnectionPool(
+        pool = httpcore2.AsyncConnectionPool(
             ssl_context=httpx2.create_ssl_context(trust_env=False),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=_PolicedAsyncBackend(),
         )
+        use_async_pool(self, pool)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if reason := egress_policy().url_refusal(str(request.url)):

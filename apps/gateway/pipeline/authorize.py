@@ -13,9 +13,8 @@ from typing import Any
 from apps.common.errors import ErrorDetail, ForbiddenError
 from apps.common.schemas.normalizers import normalize_value
 from apps.gateway.contracts import VersionSpec
+from apps.gateway.text import clip, pointer
 from apps.tenancy.sessions import SessionClaims
-
-from .text import clip, pointer
 
 _ATTRIBUTE_PREFIX = "session.attributes."
 _INTEGRATOR = "This is for the integrator, not the model: "

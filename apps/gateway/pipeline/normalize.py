@@ -21,8 +21,7 @@ import rfc8785
 from apps.common.errors import ErrorDetail, InvalidArgsError
 from apps.common.schemas.normalizers import normalize_value
 from apps.gateway.contracts import VersionSpec
-
-from .text import pointer
+from apps.gateway.text import pointer
 
 MAX_SAFE_INTEGER = 2**53 - 1
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from apps.common import jsontext
 from apps.common.errors import ErrorDetail, InvalidArgsError, InvalidJsonError
-
-from .text import clip, pointer, quote
+from apps.gateway.text import clip, pointer, quote
 
 MAX_DEPTH = 32
 

@@ -29,8 +29,7 @@ from apps.gateway.contracts import (
     VersionSpec,
     thaw,
 )
-
-from .text import clip, pointer
+from apps.gateway.text import clip, pointer
 
 BusinessRule = Callable[[Mapping[str, Any], CallContext, TaskHistory], None]
 

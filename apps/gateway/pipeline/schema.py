@@ -21,8 +21,7 @@ from jsonschema.protocols import Validator
 from apps.common.errors import ErrorDetail, InvalidArgsError, UnavailableError
 from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems, search
 from apps.gateway.contracts import VersionSpec, thaw
-
-from .text import clip, field_label, join_names, pointer, quote
+from apps.gateway.text import clip, field_label, join_names, pointer, quote
 
 # Building a validator costs far more than using a built one: build once per revision.
 VALIDATOR_CACHE_SIZE = 512

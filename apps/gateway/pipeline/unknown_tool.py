@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from apps.common.errors import UnknownToolError
 from apps.gateway.contracts import REQUEST_CAPABILITY, ToolPlace
-
-from .text import clip, join_names
+from apps.gateway.text import clip, join_names
 
 __all__ = ["ToolPlace", "closest_tools", "unknown_tool_error"]
 

@@ -52,7 +52,7 @@ from apps.common.errors import (
     UpstreamError,
 )
 from apps.common.jsontext import printable
-from apps.gateway.pipeline.text import clip, pointer
+from apps.gateway.text import clip, pointer
 
 MESSAGE_CHARS = 300
 PROBLEM_CHARS = 200

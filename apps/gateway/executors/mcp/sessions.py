@@ -36,8 +36,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
-from .base import AnswerTooLarge
-from .egress import AsyncEgressTransport
+from ..base import AnswerTooLarge
+from ..egress import AsyncEgressTransport
 
 T = TypeVar("T")
 # The SDK's defaults: a session's GET stream may stay quiet for minutes.

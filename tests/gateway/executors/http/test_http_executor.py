@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.gateway.execution import entry_execution_request
+from apps.gateway.execution_requests import entry_execution_request
 from apps.gateway.reconciliation import ledger_reconcile_entry
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.gateway.conftest import invoke

@@ -16,7 +16,7 @@ from django.db import close_old_connections
 from apps.common.errors import UnavailableError
 from apps.common.request_context import in_current_context
 
-from .base import (
+from ..base import (
     ExecutionRejected,
     ExecutionRequest,
     ExecutionTimedOut,

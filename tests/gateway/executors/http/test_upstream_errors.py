@@ -10,7 +10,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from apps.gateway.executors.upstream_errors import field_pointer, said, wire_names
+from apps.gateway.executors.http.upstream_errors import field_pointer, said, wire_names
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.gateway.conftest import invoke
 from tests.http_upstream import Answer, Upstream

@@ -4,7 +4,7 @@ The version's executor config says where each argument goes (docs/http-tools.md)
 placeholders of the path, query parameters, headers and cookies listed by name, each written
 in its `serialization` style (serialization.py; without one, as before: one percent-encoded
 path segment, arrays repeated in the query), and a body of the rest, of listed arguments or
-of one argument, in its `body_media_type` (http_bodies.py). Every null is left out but those
+of one argument, in its `body_media_type` (bodies.py). Every null is left out but those
 `send_null` lists. `response_pointer` selects the part of the answer that is the result.
 """
 
@@ -28,7 +28,7 @@ from apps.catalog.http_config import JSON_MEDIA_TYPE
 from apps.common import json_pointer
 from apps.common.errors import ErrorDetail, InvalidArgsError
 
-from .http_bodies import BodyShapeError, encoded_body
+from .bodies import BodyShapeError, encoded_body
 from .serialization import (
     SCALARS,
     Style,

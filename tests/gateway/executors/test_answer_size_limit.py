@@ -15,8 +15,8 @@ from apps.ledger.models import LedgerEntry, LedgerState
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import upstream_save
 from tests.gateway.conftest import invoke
+from tests.gateway.executors.http.test_http_upstreams import PARAMETERS
 from tests.gateway.mcp_tools import mcp_tool
-from tests.gateway.test_http_upstreams import PARAMETERS
 from tests.huge_upstream import HugeUpstream, huge_upstream
 from tests.mcp_upstream import READ_ONLY, mcp_upstream
 

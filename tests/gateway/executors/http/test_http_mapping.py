@@ -1,5 +1,5 @@
 """How an http version's arguments become a request, and the answer a result. Pure: no database,
-no network (what arrives at a real upstream is tests/gateway/test_http_executor.py)."""
+no network (what arrives at a real upstream is tests/gateway/executors/http/test_http_executor.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from apps.common.errors import InvalidArgsError
-from apps.gateway.executors.http_mapping import (
+from apps.gateway.executors.http.mapping import (
     RequestParts,
     ResponseShapeError,
     request_parts,

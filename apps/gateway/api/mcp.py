@@ -52,12 +52,11 @@ from apps.common.errors import InternalError, ToolHubError
 from apps.common.metrics import refusal_observed
 from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
 from apps.common.request_body import BodyCut, BodyReadTimeout, body_refusal_error
+from apps.gateway.contracts import ToolCall
+from apps.gateway.replies import envelope_text, error_envelope
+from apps.gateway.services import InvokeOptions, invoke_calls
+from apps.gateway.tool_exports import agent_tool_export
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
-
-from .api.adapters import envelope_text
-from .contracts import ToolCall
-from .services import InvokeOptions, invoke_calls
-from .tool_exports import agent_tool_export
 
 logger = logging.getLogger("toolhub.mcp")
 
@@ -169,7 +168,7 @@ def _tools_list(ctx: _Context) -> types.ListToolsResult:
         )
     except ToolHubError as error:
         raise McpError(
-            types.INVALID_PARAMS, f"{error.message} {error.hint}", data=error.as_envelope()
+            types.INVALID_PARAMS, f"{error.message} {error.hint}", data=error_envelope(error, call_id=None)
         ) from None
     return types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in export.tools])
 

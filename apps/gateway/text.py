@@ -1,4 +1,5 @@
-"""How stages quote values and name places in errors a model reads.
+"""How the gateway quotes values and names places in errors a model reads (the pipeline's
+stages and the executors alike).
 
 Quoted values are cut, so a model that sent a megabyte does not get it echoed back, and
 their lone surrogates and NULs escaped, so the answer and the log can hold them; places

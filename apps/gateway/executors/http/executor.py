@@ -3,14 +3,14 @@
 Where the request goes and which credentials it carries is the endpoint (`_endpoint`): a URL
 or a platform URL setting, and a platform secret named by `secret_ref`, never anything from
 arguments. How the arguments fill the request (method, path, query, headers, body) and which
-part of the answer is the result is http_mapping.py. Each failure is classified by what we
+part of the answer is the result is mapping.py. Each failure is classified by what we
 know about the side effect: nothing sent (the request could not be built, or failed before a
 byte left: no http(s) scheme, DNS failure, connection refused) → not applied; sent but no
 clear answer → ambiguous.
 
 Only platform-owned tools may name platform settings (`secret_ref`, `url_setting`): checked
 on save, and again here in case a tool changed owner. Every connection goes through the
-egress policy (egress.py). Either refusal is `unavailable`, with nothing sent.
+egress policy (../egress.py). Either refusal is `unavailable`, with nothing sent.
 
 httpx's timeouts bound each read and write, not the whole exchange: an upstream that
 drips a byte at a time would never trip them. So the exchange runs on a worker thread
@@ -21,15 +21,12 @@ still complete, which is why a timed-out write is `unknown`).
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -38,13 +35,12 @@ from django.conf import settings
 
 from apps.catalog.definitions import path_problems, platform_settings_named
 from apps.common.errors import InvalidArgsError, UnavailableError
-from apps.common.logs import REDACTED
 from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
-from .answer_limit import ResponseTooLarge
-from .base import (
+from ..answer_limit import ResponseTooLarge
+from ..base import (
     AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionNotSent,
@@ -53,8 +49,9 @@ from .base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
-from .egress import EgressRefused, EgressTransport
-from .http_mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
+from ..egress import EgressRefused, EgressTransport
+from ..endpoint import Endpoint
+from .mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
 from .upstream_errors import ErrorAnswer, refusal, wire_names
 
 logger = logging.getLogger("toolhub.egress")
@@ -65,76 +62,9 @@ _CLIENT = httpx.Client(
 _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolhub-http")
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """Where a version's requests go, and the credentials they carry (never from arguments)."""
-
-    base_url: str
-    headers: Mapping[str, str]
-    query: Mapping[str, str]
-
-    @cached_property
-    def secrets(self) -> tuple[str, ...]:
-        """The credential values this endpoint sends, as sent and percent-encoded (an echoed
-        URL quotes its query so), longest first: "Bearer <token>" goes before the token.
-        A Basic credential counts decoded too, as user:password and the password alone (an
-        upstream that decodes it may echo either). Worked out once: a walk of an answer asks
-        for them at every string."""
-        values = (*self.headers.values(), *self.query.values())
-        found = {
-            secret for value in values
-            for secret in (value, value.partition(" ")[2], *_basic_parts(value)) if secret
-        }
-        return tuple(sorted(found | {quote(secret, safe="") for secret in found}, key=len, reverse=True))
-
-    def hidden(self, text: str) -> str:
-        """`text` without the credentials this endpoint sends: an upstream may quote the key it
-        refused in its error message, which the model reads."""
-        for secret in self.secrets:
-            text = text.replace(secret, REDACTED)
-        return text
-
-    def hidden_in(self, data: Any, raw: bytes) -> Any:
-        """`data`, parsed from the JSON bytes `raw`, without the credentials this endpoint
-        sends: an upstream may echo the request it got (as debugging endpoints do). Only an
-        answer whose bytes hold a secret, as written or JSON-escaped, is walked."""
-        if not any(form in raw for secret in self.secrets for form in _json_forms(secret)):
-            return data
-        return _walk_hidden(data, self)
-
-
-# A password shorter than this is not searched for alone: it would blank out ordinary words of
-# an answer (user:password still is). docs/http-tools.md says what redaction cannot catch.
-PASSWORD_ALONE_MIN_CHARS = 8
-
-
-def _basic_parts(value: str) -> tuple[str, ...]:
-    """user:password and the password of a Basic credential header value; () for any other."""
-    scheme, _, encoded = value.partition(" ")
-    if scheme.lower() != "basic":
-        return ()
-    try:
-        decoded = base64.b64decode(encoded, validate=True).decode()
-    except (ValueError, UnicodeDecodeError):
-        return ()
-    password = decoded.partition(":")[2]
-    return (decoded, password) if len(password) >= PASSWORD_ALONE_MIN_CHARS else (decoded,)
-
-
-def _json_forms(secret: str) -> set[bytes]:
-    """A secret as it may appear in JSON bytes (credential values are printable ASCII)."""
-    escaped = json.dumps(secret)[1:-1]
-    return {form.encode() for form in (secret, escaped, escaped.replace("/", "\\/"))}
-
-
-def _walk_hidden(data: Any, endpoint: Endpoint) -> Any:
-    if isinstance(data, str):
-        return endpoint.hidden(data)
-    if isinstance(data, list):
-        return [_walk_hidden(item, endpoint) for item in data]
-    if isinstance(data, dict):
-        return {endpoint.hidden(key): _walk_hidden(value, endpoint) for key, value in data.items()}
-    return data
+def shared_client() -> httpx.Client:
+    """The client every http call goes through (its pool, the egress transport)."""
+    return _CLIENT
 
 
 def _endpoint(request: ExecutionRequest) -> Endpoint:

@@ -2,7 +2,7 @@
 
 The version names the upstream (of kind `mcp`: its Streamable HTTP URL and credential) and
 the upstream's tool. Calls go through the official SDK client, on one session per upstream
-URL and credential reused by every call of the process (mcp_sessions.py).
+URL and credential reused by every call of the process (sessions.py).
 
 The egress policy judges the URL and every address its host resolves to before a session
 is made, for a refusal that says why, and again on each connection the session's client
@@ -46,12 +46,12 @@ from mcp_types import (
 
 from apps.common.egress import EgressRefused
 from apps.common.errors import UnavailableError, UpstreamError
-from apps.gateway.pipeline.text import pointer
+from apps.gateway.text import pointer
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call
 
-from .base import (
+from ..base import (
     AnswerTooLarge,
     ExecutionAmbiguous,
     ExecutionNotSent,
@@ -60,9 +60,9 @@ from .base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
-from .egress import destination_refusal
-from .http import Endpoint
-from .mcp_sessions import LOOP, Progress, Session, SessionKey, SessionLost, call_on, leaf, on_session
+from ..egress import destination_refusal
+from ..endpoint import Endpoint
+from .sessions import LOOP, Progress, Session, SessionKey, SessionLost, call_on, leaf, on_session
 
 logger = logging.getLogger("toolhub.egress")
 

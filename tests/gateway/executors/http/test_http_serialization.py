@@ -1,5 +1,5 @@
 """Requests exactly as OpenAPI serializes them: parameter styles, bodies by media type, and
-nulls left out. Pure (what reaches a real upstream is tests/gateway/test_http_executor.py).
+nulls left out. Pure (what reaches a real upstream is tests/gateway/executors/http/test_http_executor.py).
 
 The style rows are OpenAPI's style-examples table (3.1.1 §"Style Examples", whose label rows
 follow RFC 6570: `.blue,black,brown` when not exploded), for a parameter `color` of the
@@ -13,7 +13,7 @@ import json
 import pytest
 
 from apps.common.errors import InvalidArgsError
-from apps.gateway.executors.http_mapping import request_parts
+from apps.gateway.executors.http.mapping import request_parts
 
 EMPTY, STRING, ARRAY, OBJECT = "", "blue", ["blue", "black", "brown"], {"R": 100, "G": 200, "B": 150}
 BASE = {"url": "https://api.example.com", "method": "GET"}
