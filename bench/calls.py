@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from apps.demo_shop.services import SeedResult
+from apps.demo_shop.seed import SeedResult
 from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
 

@@ -52,7 +52,7 @@ def main() -> None:
     from django.core.cache import cache
     from django.core.management import call_command
 
-    from apps.demo_shop.services import demo_seed
+    from apps.demo_shop.seed import demo_seed
 
     from .calls import access_of
     from .in_process import profile

@@ -20,7 +20,8 @@ from apps.catalog.selectors import tool_visible_by_name
 from apps.catalog.services import tool_save, version_create_draft, version_publish
 from apps.demo_shop.models import DemoOrder
 from apps.demo_shop.openapi import LIST_ORDER_REFUNDS
-from apps.demo_shop.services import DEMO_AGENT, DEMO_TENANT, DEMO_UPSTREAM, refund_create
+from apps.demo_shop.seed import DEMO_AGENT, DEMO_TENANT, DEMO_UPSTREAM
+from apps.demo_shop.services import refund_create
 from apps.imports.selectors import versions_imported_from
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.tenancy.services import grant_save

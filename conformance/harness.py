@@ -18,7 +18,8 @@ from rest_framework.test import APIClient
 from apps.catalog.models import ToolVersion, VersionStatus
 from apps.common.catalog_generation import catalog_changed
 from apps.imports.errors import ImportRefused
-from apps.imports.services import SKIPPED, OperationResult, openapi_import
+from apps.imports.import_tail import SKIPPED, OperationResult
+from apps.imports.openapi_services import openapi_import
 from apps.tenancy.models import Agent, Tenant
 from apps.tenancy.services import agent_key_issue
 

@@ -5,4 +5,4 @@ cd "$(dirname "$0")/.."
 source scripts/services.sh
 need_postgres
 need_redis
-exec .venv/bin/python soak/run.py "$@"
+exec .venv/bin/python -m soak.run "$@"

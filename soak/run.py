@@ -10,28 +10,28 @@ against the upstream's own records. Exit status 1 on any inconsistency or intern
 Environment: SOAK_SECONDS (60), SOAK_CALLERS (6), SOAK_SETTLE_SECONDS (240), SOAK_PORT
 (8767), SOAK_DATABASE_URL (…/toolhub_soak, dropped and recreated), SOAK_CACHE_URL and
 SOAK_BROKER_URL (Redis databases 11 and 12, flushed).
+
+Run as `python -m soak.run` from the repository's root. The callers are load.py; the
+settling, the audit of the ledger and the report are checks.py.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import signal
-import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from soak.checks import audit, report, settle
+from soak.load import Caller, Tally
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 DURATION_S = float(os.environ.get("SOAK_SECONDS", "60"))
 CALLERS = int(os.environ.get("SOAK_CALLERS", "6"))
@@ -169,105 +169,6 @@ def wait_ready(processes: Processes) -> None:
     raise SystemExit(f"the system did not become ready within 60 s; see {LOG_DIR}")
 
 
-# --- load ------------------------------------------------------------------------------
-
-
-@dataclass
-class Tally:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    http: Counter = field(default_factory=Counter)
-    outcomes: Counter = field(default_factory=Counter)
-    latencies: dict[str, list[float]] = field(default_factory=dict)
-    transport_errors: Counter = field(default_factory=Counter)
-    replay_mismatches: list[str] = field(default_factory=list)
-    internal_errors: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, action: str, status: int, envelope: dict[str, Any], seconds: float) -> None:
-        with self.lock:
-            self.http[status] += 1
-            self.outcomes[(action, envelope.get("status"), envelope.get("kind", ""))] += 1
-            self.latencies.setdefault(action, []).append(seconds)
-            if envelope.get("kind") == "internal" or status >= 500 and status != 503:
-                self.internal_errors.append(envelope)
-
-
-class Caller(threading.Thread):
-    """One agent: mixed calls for the demo's users, every call its own task and call id."""
-
-    ACTIONS = [("search", 40), ("get_order", 15), ("refund", 25), ("refund_async", 15), ("replay", 5)]
-
-    def __init__(self, number: int, keys: dict[str, Any], tally: Tally, stop: threading.Event) -> None:
-        super().__init__(name=f"caller-{number}")
-        self.number, self.keys, self.tally, self.stop = number, keys, tally, stop
-        self.random = random.Random(number)
-        self.refunded: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
-        self.count = 0
-
-    def run(self) -> None:
-        headers = {"Authorization": f"Bearer {self.keys['agent_key']}"}
-        with httpx.Client(base_url=BASE, headers=headers, timeout=30) as http:
-            while not self.stop.is_set():
-                action = self.random.choices([a for a, _ in self.ACTIONS], [w for _, w in self.ACTIONS])[0]
-                self.call(http, action)
-
-    def call(self, http: httpx.Client, action: str) -> None:
-        self.count += 1
-        if action == "replay" and not self.refunded:
-            action = "refund"
-        user = self.random.choice(list(self.keys["sessions"]))
-        orders = self.keys["orders"][user]
-        body: dict[str, Any] = {"task_id": f"soak-{self.number}-{self.count}"}
-        first: dict[str, Any] = {}
-        if action == "search":
-            month = self.random.randint(1, 5)
-            arguments: Any = {
-                "status": "all",
-                "start_date": f"2026-0{month}-01",
-                "end_date": f"2026-0{month}-28",
-                "limit": 20,
-            }
-            body["call"] = {"id": "c", "name": "search_orders", "arguments": arguments}
-        elif action == "get_order":
-            body["call"] = {
-                "id": "c",
-                "name": "get_order",
-                "arguments": {"order_id": self.random.choice(orders)},
-            }
-        elif action == "replay":  # the same task and call id again: the stored result, no new refund
-            body, user, first = self.random.choice(self.refunded)
-        else:
-            arguments = {"order_id": self.random.choice(orders), "amount_cents": 1}
-            body["call"] = {"id": "c", "name": "refund_payment", "arguments": arguments}
-            if action == "refund_async":
-                body["wait_s"] = 0.5  # less than the tool's timeout: a worker runs it
-        session = self.keys["sessions"][user]
-        started = time.monotonic()
-        try:
-            response = http.post("/api/v1/invoke", json=body, headers={"X-ToolHub-Session": session})
-            envelope = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            with self.tally.lock:
-                self.tally.transport_errors[type(exc).__name__] += 1
-            return
-        self.tally.add(action, response.status_code, envelope, time.monotonic() - started)
-        if action == "refund" and envelope.get("status") == "ok" and len(self.refunded) < 200:
-            self.refunded.append((body, user, envelope))
-        if action == "replay":
-            self.check_replay(body, first, envelope)
-
-    def check_replay(self, body: dict[str, Any], first: dict[str, Any], again: dict[str, Any]) -> None:
-        same = (
-            again.get("status") == "ok"
-            and again.get("cached") is True
-            and (again["data"]["refund_id"] == first["data"]["refund_id"])
-        )
-        if not same:
-            with self.tally.lock:
-                self.tally.replay_mismatches.append(
-                    f"{body['task_id']}: {again.get('status')} {again.get('kind')}"
-                )
-
-
 # --- faults ----------------------------------------------------------------------------
 
 
@@ -299,105 +200,6 @@ def run_faults(processes: Processes, stop: threading.Event, started: float, even
             processes.start_worker(target)  # two workers again, as a supervisor would
         events.append(f"{time.monotonic() - started:5.1f} s  {why}")
         log(why)
-
-
-# --- audit -----------------------------------------------------------------------------
-
-
-def settle(deadline: float) -> int:
-    """Wait for beat's sweeper and reconciler to settle what is uncertain; the count left."""
-    from apps.ledger.models import LedgerEntry
-
-    while True:
-        open_entries = LedgerEntry.objects.filter(
-            state__in=["intent", "unknown"], triage_since__isnull=True
-        ).count()
-        if not open_entries or time.monotonic() > deadline:
-            return open_entries
-        time.sleep(2)
-
-
-def audit() -> tuple[list[str], dict[str, Any]]:
-    """Every DemoRefund has a committed ledger row with its key; nothing refunded twice or
-    without a row; nothing left in intent; unknown only in the triage queue."""
-    from django.db.models import Count
-
-    from apps.demo_shop.models import DemoRefund
-    from apps.ledger.models import LedgerEntry
-
-    refunds = dict(
-        DemoRefund.objects.values_list("idempotency_key")
-        .annotate(n=Count("pk"))
-        .values_list("idempotency_key", "n")
-    )
-    ledger = {
-        key: (state, triage_since is not None)
-        for key, state, triage_since in LedgerEntry.objects.filter(tool__name="refund_payment").values_list(
-            "key", "state", "triage_since"
-        )
-    }
-    problems = []
-    problems += [f"refunded {n} times: {key}" for key, n in refunds.items() if n > 1]
-    for key in refunds:
-        state, in_triage = ledger.get(key, ("missing", False))
-        if state != "committed" and not (state == "unknown" and in_triage):
-            problems.append(f"refund without a committed ledger row ({state}): {key}")
-    for key, (state, in_triage) in ledger.items():
-        if state == "committed" and key not in refunds:
-            problems.append(f"committed in the ledger, never refunded: {key}")
-        if state == "failed" and key in refunds:
-            problems.append(f"failed in the ledger, yet refunded: {key}")
-        if state == "intent":
-            problems.append(f"left in intent: {key}")
-        if state == "unknown" and not in_triage:
-            problems.append(f"unknown and not in triage: {key}")
-    all_states = Counter(LedgerEntry.objects.values_list("state", flat=True))
-    figures = {
-        "refunds": len(refunds),
-        "ledger": dict(all_states),
-        "in triage": sum(1 for _, in_triage in ledger.values() if in_triage),
-        "stuck outside refund_payment": LedgerEntry.objects.exclude(tool__name="refund_payment")
-        .filter(state="intent")
-        .count(),
-    }
-    if figures["stuck outside refund_payment"]:
-        problems.append(f"{figures['stuck outside refund_payment']} other entries left in intent")
-    return problems, figures
-
-
-def report(
-    tally: Tally, elapsed: float, events: list[str], figures: dict[str, Any], problems: list[str]
-) -> None:
-    total = sum(tally.http.values())
-    print("\n=================== soak report ===================")
-    print(f"load        {elapsed:.0f} s, {CALLERS} callers, {total} requests ({total / elapsed:.1f}/s)")
-    print("faults      " + "\n            ".join(events))
-    print("http        " + ", ".join(f"{status}: {n}" for status, n in sorted(tally.http.items())))
-    print("outcomes")
-    for (action, status, kind), n in sorted(tally.outcomes.items(), key=lambda item: (item[0][0], -item[1])):
-        print(f"            {action:<13} {status:<17} {kind or '':<16} {n}")
-    print(
-        "latency     "
-        + "\n            ".join(
-            f"{action:<13} p50 {statistics.median(values) * 1000:7.1f} ms   "
-            f"p99 {sorted(values)[int(len(values) * 0.99)] * 1000:7.1f} ms"
-            for action, values in sorted(tally.latencies.items())
-        )
-    )
-    if tally.transport_errors:
-        print(f"transport   {dict(tally.transport_errors)}")
-    print(
-        f"replays     {sum(n for (a, _, _), n in tally.outcomes.items() if a == 'replay')} "
-        f"({len(tally.replay_mismatches)} not answering the first result)"
-    )
-    print(
-        f"ledger      {figures['ledger']}; refunds at the upstream: {figures['refunds']}; "
-        f"in triage: {figures['in triage']}"
-    )
-    print("consistency " + ("PERFECT" if not problems else f"{len(problems)} PROBLEMS"))
-    for problem in problems[:50]:
-        print(f"            - {problem}")
-    print("===================================================")
 
 
 def main() -> int:
@@ -457,7 +259,7 @@ def main() -> int:
 
         log(f"load for {DURATION_S:.0f} s with {CALLERS} callers")
         tally, stop, events = Tally(), threading.Event(), []
-        callers = [Caller(n, keys, tally, stop) for n in range(CALLERS)]
+        callers = [Caller(n, BASE, keys, tally, stop) for n in range(CALLERS)]
         started = time.monotonic()
         faults = threading.Thread(target=run_faults, args=(processes, stop, started, events))
         for thread in [*callers, faults]:
@@ -480,7 +282,7 @@ def main() -> int:
         problems += [f"a replay answered differently: {m}" for m in tally.replay_mismatches]
         problems += [f"internal error: {e.get('message', e)}" for e in tally.internal_errors[:20]]
         problems += [f"transport errors: {dict(tally.transport_errors)}"] if tally.transport_errors else []
-        report(tally, elapsed, events, figures, problems)
+        report(tally, CALLERS, elapsed, events, figures, problems)
         return 1 if problems else 0
     finally:
         processes.stop_all()

@@ -1,13 +1,13 @@
-"""Admin of the catalog: tools, their versions through draft → published → deprecated →
-retired, and toolsets with phases. Published versions are read-only; every change goes
-through apps/catalog/services.py so it is audited and seen by the gateway at once."""
+"""Admin of the catalog: tools and their versions through draft → published → deprecated →
+retired (toolsets with phases: admin_toolsets.py). Published versions are read-only; every
+change goes through apps/catalog/services.py so it is audited and seen by the gateway at
+once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets, unquote
 from django.core.exceptions import ValidationError
@@ -17,21 +17,19 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.common.admin import (
-    ObjectButton,
-    ObjectButtonsMixin,
     ReadOnlyInline,
     TenantScopedAdmin,
-    ToolHubAdmin,
-    UnscopedOnlyAdminMixin,
     admin_actor,
     admin_scope,
     json_display,
     redirect_to_change,
     validation_message,
 )
+from apps.common.admin_buttons import ObjectButton, ObjectButtonsMixin
 
+from . import admin_toolsets  # noqa: F401  (registers the toolsets' admin)
 from .lint import has_errors, with_side_effect_confirmed
-from .models import Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from .models import Tool, ToolVersion, VersionStatus
 from .previews import definition_diff, export_previews
 from .selectors import (
     lint_definition,
@@ -43,7 +41,6 @@ from .selectors import (
 from .services import (
     tool_delete,
     tool_save,
-    toolset_changed,
     version_create_draft_from,
     version_delete_draft,
     version_deprecate,
@@ -331,89 +328,3 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
             listed = ", ".join(f"{d.tool.name} v{d.number}" for d in drafts)
             messages.success(request, f"Created drafts: {listed}.")
         return None
-
-
-class ToolsetForm(forms.ModelForm):
-    def clean(self) -> dict[str, Any]:
-        super().clean()
-        cleaned = self.cleaned_data
-        toolset = Toolset(tenant=cleaned.get("tenant"))
-        try:
-            toolset.refuse_foreign_tools(cleaned.get("tools") or ())
-        except ValidationError as error:
-            self.add_error("tools", error)
-        return cleaned
-
-
-class ToolsetPhaseForm(forms.ModelForm):
-    def clean(self) -> dict[str, Any]:
-        super().clean()
-        cleaned = self.cleaned_data
-        # The inline's parent, as the toolset form above it was just filled in.
-        toolset = cleaned.get("toolset")
-        try:
-            if toolset is not None:
-                toolset.refuse_foreign_tools(cleaned.get("tools") or ())
-        except ValidationError as error:
-            self.add_error("tools", error)
-        return cleaned
-
-
-class ToolsetPhaseInline(admin.TabularInline):
-    model = ToolsetPhase
-    form = ToolsetPhaseForm
-    fields = ("name", "tools")
-    extra = 0
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).select_related("toolset").prefetch_related("tools")
-
-
-class _MemberCounts(TypedDict):
-    tool_total: int
-    phase_total: int
-
-
-@admin.register(Toolset)
-class ToolsetAdmin(UnscopedOnlyAdminMixin, ToolHubAdmin):
-    """Toolsets are edited by unscoped staff only (a tenant's or shared; each holds only the
-    tools its owner's agents may call)."""
-
-    form = ToolsetForm
-    list_display = ("name", "owner", "description", "tool_count", "phase_count")
-    list_select_related = ("tenant",)
-    list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
-    search_fields = ("name", "description")
-    ordering = ("name",)
-    filter_horizontal = ("tools",)
-    inlines = (ToolsetPhaseInline,)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).annotate(
-            tool_total=Count("tools", distinct=True), phase_total=Count("phases", distinct=True)
-        )
-
-    @admin.display(description="owner", ordering="tenant__slug")
-    def owner(self, obj: Toolset) -> str:
-        return obj.tenant.slug if obj.tenant is not None else "shared"
-
-    @admin.display(description="tools", ordering="tool_total")
-    def tool_count(self, obj: WithAnnotations[Toolset, _MemberCounts]) -> int:
-        return obj.tool_total
-
-    @admin.display(description="phases", ordering="phase_total")
-    def phase_count(self, obj: WithAnnotations[Toolset, _MemberCounts]) -> int:
-        return obj.phase_total
-
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        super().save_related(request, form, formsets, change)
-        action = "update" if change else "create"
-        toolset_changed(toolset=form.instance, actor=admin_actor(request), action=action)
-
-    def delete_model(self, request: HttpRequest, obj: Toolset) -> None:
-        toolset_changed(toolset=obj, actor=admin_actor(request), action="delete")
-        super().delete_model(request, obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Toolset]) -> None:
-        for toolset in queryset:
-            self.delete_model(request, toolset)

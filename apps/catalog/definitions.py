@@ -17,10 +17,10 @@ from jsonschema.exceptions import SchemaError
 
 from apps.common.executor_kinds import ExecutorKindDeclaration, executor_kind
 from apps.common.rule_types import RULE_TYPES
+from apps.common.schemas.normalizers import NORMALIZER_OPS
+from apps.common.schemas.patterns import schema_pattern_problems
 
 from .http_config import wire_problems
-from .normalizers import NORMALIZER_OPS
-from .patterns import schema_pattern_problems
 
 BINDING_POLICIES = ("must_match", "overwrite")
 DEFAULT_HTTP_METHOD = "POST"

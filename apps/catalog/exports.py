@@ -37,6 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from apps.common.schemas.nulls import allows_null
+
 FORMATS = ("openai", "anthropic", "mcp", "toolhub")
 CHARS_PER_TOKEN = 4
 
@@ -231,26 +233,9 @@ def _is_object(node: Mapping[str, Any]) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind) or "properties" in node
 
 
-def _allows_null(node: Any) -> bool:
-    """Whether a schema node admits null (an untyped node admits anything)."""
-    if not isinstance(node, Mapping):
-        return node is not False
-    kind = node.get("type")
-    if kind == "null" or (isinstance(kind, list | tuple) and "null" in kind):
-        return True
-    if "enum" in node:
-        return None in node["enum"]
-    if "const" in node:
-        return node["const"] is None
-    for key in ("anyOf", "oneOf"):
-        if isinstance(node.get(key), list | tuple):
-            return any(_allows_null(variant) for variant in node[key])
-    return kind is None and "$ref" not in node
-
-
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     """`node` also admitting null: how a strict format says "optional"."""
-    if _allows_null(node):
+    if allows_null(node):
         return node
     if "$ref" in node:
         description = node.get("description")
@@ -267,7 +252,7 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
         out["enum"] = [out.pop("const"), None]
     elif "enum" in out and None not in out["enum"]:
         out["enum"] = [*out["enum"], None]
-    if kind is None and isinstance(out.get("anyOf"), list) and not _allows_null(out):
+    if kind is None and isinstance(out.get("anyOf"), list) and not allows_null(out):
         out["anyOf"] = [*out["anyOf"], {"type": "null"}]
     return out
 
@@ -377,33 +362,3 @@ def export_tools(tools: Iterable[Exportable], fmt: str) -> ToolExport:
         tools=exported,
         token_estimates={exported_name(t): t.get("token_estimate") or estimate_tokens(t) for t in exported},
     )
-
-
-def strip_optional_nulls(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """`arguments` without the nulls a strict export let the model send for optional fields.
-
-    The OpenAI export makes every property required and optional ones nullable, so a model
-    says "not given" with null. Where the stored schema does not admit null for a property
-    that is not required, null means absent; everything else is left for the schema stage.
-    """
-    properties = schema.get("properties")
-    if not isinstance(properties, Mapping):
-        return dict(arguments)
-    required = set(schema.get("required") or ())
-    out: dict[str, Any] = {}
-    for name, value in arguments.items():
-        sub = properties.get(name)
-        if value is None and name not in required and sub is not None and not _allows_null(sub):
-            continue
-        out[name] = _strip_nested(value, sub)
-    return out
-
-
-def _strip_nested(value: Any, schema: Any) -> Any:
-    if not isinstance(schema, Mapping):
-        return value
-    if isinstance(value, dict):
-        return strip_optional_nulls(value, schema)
-    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        return [_strip_nested(item, schema["items"]) for item in value]
-    return value

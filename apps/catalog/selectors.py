@@ -42,6 +42,13 @@ def tool_visible_by_name(*, tenant: Model | int, name: str) -> Tool | None:
     return tools_visible_to_tenant(tenant=tenant).filter(name=name).first()
 
 
+def toolset_get(*, tenant_id: int | None, name: str) -> Toolset | None:
+    """The toolset of this name the tenant owns (`tenant_id` None: the shared one), or None."""
+    named = Toolset.objects.filter(name=name)
+    owned = named.filter(tenant__isnull=True) if tenant_id is None else named.filter(tenant_id=tenant_id)
+    return owned.first()
+
+
 def version_previous(*, version: ToolVersion) -> ToolVersion | None:
     """The version of the same tool numbered just below this one, or None."""
     return (

@@ -1,7 +1,8 @@
-"""A checked catalog document (apps/catalog/as_code.py) → the plan that brings a tenant's
+"""A checked catalog document (document.py) → the plan that brings a tenant's
 catalog to it: the service calls in order (tools and versions first, then tool
 replacements, toolsets, grants and policies), notes, and the problems that stop it, each
-at its YAML path. Pure: it compares two documents, the file's and the database's.
+at its YAML path (the steps: steps.py). Pure: it compares two documents, the file's and
+the database's.
 
 A version is matched by number. A draft whose definition differs is edited; a published
 (deprecated, retired) one never changes, so its changed definition becomes a new draft,
@@ -13,117 +14,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from .document import POLICY_FIELDS, PROMISE_FIELDS, VERSION_FIELDS, Problem, grant_key
+from .steps import (
+    Context,
+    DraftCreate,
+    DraftEdit,
+    GrantDelete,
+    GrantSave,
+    Plan,
+    PolicyDelete,
+    PolicySave,
+    StatusChange,
+    Step,
+    ToolCreate,
+    ToolsetDelete,
+    ToolsetSave,
+    ToolUpdate,
+    UpstreamSave,
+)
 from .upstreams import UPSTREAM_FIELDS
-
-
-@dataclass(frozen=True)
-class Step:
-    """One service call of a plan. `tools` are the tools it needs to exist (a step is
-    skipped when an earlier step about one of them was refused)."""
-
-    path: str
-    text: str
-    tools: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class ToolCreate(Step):
-    name: str = ""
-    summary: str = ""
-
-
-@dataclass(frozen=True)
-class ToolUpdate(Step):
-    name: str = ""
-    summary: str = ""
-    replaced_by: str | None = None
-
-
-@dataclass(frozen=True)
-class DraftCreate(Step):
-    tool: str = ""
-    number: int = 0  # the number it will get: the tool's highest so far + 1
-    content: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class DraftEdit(Step):
-    tool: str = ""
-    number: int = 0
-    content: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StatusChange(Step):
-    tool: str = ""
-    number: int = 0
-    to: str = ""
-
-
-@dataclass(frozen=True)
-class UpstreamSave(Step):
-    name: str = ""
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    # name, kind, field of the credential it sends; None for none
-    credential: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class ToolsetSave(Step):
-    name: str = ""
-    description: str = ""
-    members: tuple[str, ...] = ()
-    phases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ToolsetDelete(Step):
-    name: str = ""
-
-
-@dataclass(frozen=True)
-class GrantSave(Step):
-    tool: str = ""
-    agent: str | None = None
-    pinned_version: int | None = None
-
-
-@dataclass(frozen=True)
-class GrantDelete(Step):
-    tool: str = ""
-    agent: str | None = None
-
-
-@dataclass(frozen=True)
-class PolicySave(Step):
-    tool: str | None = None
-    limits: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PolicyDelete(Step):
-    tool: str | None = None
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a plan is made against besides the tenant's own document: the shared tools its
-    agents also see (name → {version number: status}) and the tenant's agents."""
-
-    shared_tools: Mapping[str, Mapping[int, str]]
-    agents: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Plan:
-    steps: tuple[Step, ...]
-    notes: tuple[str, ...]
-    problems: tuple[Problem, ...]
-
 
 # from → to: the status changes that take us there, in order
 _STATUS_ROUTES: dict[tuple[str, str], tuple[str, ...]] = {

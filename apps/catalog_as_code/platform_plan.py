@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .document import Problem
-from .plan import CatalogPlanner, Context, Plan, Step
+from .plan import CatalogPlanner
 from .platform import AGENT_FIELDS, platform_grant_key
+from .steps import Context, Plan, Step
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from apps.tenancy.models import Agent, Grant, Tenant, TenantPolicy
 from apps.upstreams.models import Credential, Upstream, owned_by
 
 from .document import tenant_document
-from .plan import Context
 from .platform import platform_document
+from .steps import Context
 
 
 def tenant_catalog_snapshot(*, tenant: Tenant) -> tuple[dict[str, Any], Context]:

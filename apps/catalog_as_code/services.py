@@ -35,7 +35,9 @@ from apps.upstreams.models import Upstream, owned_by
 from apps.upstreams.services import credential_declare, upstream_save
 
 from .document import Problem, problems_of
-from .plan import (
+from .platform_plan import AgentSave, SharedGrantDelete, SharedGrantSave, TenantSave
+from .selectors import grant_by_tool_and_agent, tenant_policy_by_tool
+from .steps import (
     DraftCreate,
     DraftEdit,
     GrantDelete,
@@ -51,8 +53,6 @@ from .plan import (
     ToolUpdate,
     UpstreamSave,
 )
-from .platform_plan import AgentSave, SharedGrantDelete, SharedGrantSave, TenantSave
-from .selectors import grant_by_tool_and_agent, tenant_policy_by_tool
 
 
 def catalog_document_apply(

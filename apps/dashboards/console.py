@@ -15,8 +15,8 @@ from jsonschema.exceptions import SchemaError
 
 from apps.audit.services import audit_record
 from apps.catalog.models import SideEffect, ToolVersion
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.common.errors import ToolHubError
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.gateway.contracts import ToolCall
 from apps.gateway.selectors import agent_catalog, resolve_tool
 from apps.gateway.services import InvokeOptions, invoke_one

@@ -24,7 +24,8 @@ from apps.ledger.models import LedgerEntry, LedgerState
 from apps.ledger.services import reconcile_backoff_s
 
 from .models import DemoOrder, DemoRefund, PaymentsFault, PaymentsFaultKind
-from .services import DEMO_TENANT, demo_agent_key, payments_fault_arm
+from .seed import DEMO_TENANT, demo_agent_key
+from .services import payments_fault_arm
 from .tool_definitions import REFUND_APPROVAL_ABOVE_CENTS
 
 ACTOR = "demo_scenarios"

@@ -21,14 +21,13 @@ from apps.catalog.models import DriftFinding, DriftKind
 from apps.catalog.previews import definition_diff
 from apps.catalog.services import drift_finding_review
 from apps.common.admin import (
-    ObjectButton,
-    ObjectButtonsMixin,
     TenantScopedAdmin,
     admin_actor,
     json_display,
     redirect_to_change,
     validation_message,
 )
+from apps.common.admin_buttons import ObjectButton, ObjectButtonsMixin
 
 from .adopt import drift_finding_new_draft
 from .errors import ImportRefused

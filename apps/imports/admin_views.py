@@ -28,13 +28,13 @@ from apps.tenancy.models import Tenant
 from apps.upstreams.models import Upstream, UpstreamKind
 
 from .errors import ImportRefused
+from .import_tail import ImportReport
 from .limits import ImportLimits, too_large
 from .mcp_services import mcp_import
 from .models import OpenAPIImportRun, RunStatus
 from .removed import removed_operations_deprecate
 from .runs import openapi_import_run_start, report_of, run_progress, run_stopped
 from .selectors import mcp_tool_definitions, mcp_tools_offered
-from .services import ImportReport
 from .tasks import openapi_import_task
 
 PERMISSIONS = ("catalog.add_tool", "catalog.add_toolversion")

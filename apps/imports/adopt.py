@@ -18,9 +18,9 @@ from apps.catalog.models import DriftFinding, DriftKind, ToolVersion
 from apps.catalog.services import drift_finding_review
 
 from .errors import ImportRefused
+from .import_tail import SKIPPED, UNCHANGED, OperationResult
 from .mcp_services import mcp_import_definition
 from .mcp_tools import definition_digest
-from .services import SKIPPED, UNCHANGED, OperationResult
 
 
 def drift_finding_new_draft(*, finding: DriftFinding, actor: str) -> OperationResult:

@@ -1,7 +1,7 @@
 """Writes of the imports app for MCP servers: the tools a server lists as draft tool
-versions of the `mcp` executor, as services.py does for OpenAPI operations (one transaction,
-the catalog's and tenancy's services writing each tool, draft, publication and grant with its
-audit event, and one `mcp.import` event)."""
+versions of the `mcp` executor, as openapi_services.py does for OpenAPI operations (one
+transaction, the catalog's and tenancy's services writing each tool, draft, publication and
+grant with its audit event, and one `mcp.import` event; import_tail.py the tail they share)."""
 
 from __future__ import annotations
 
@@ -19,23 +19,23 @@ from apps.upstreams.selectors import upstream_get
 
 from .drafts import IMPORTED_FIELDS, Draft
 from .errors import ImportRefused, Unsupported
-from .limits import Clock, ImportLimitExceeded, ImportLimits
-from .mcp_tools import EXECUTOR as MCP_EXECUTOR
-from .mcp_tools import definition_digest, draft_of_tool, hints_note
-from .names import tool_name
-from .selectors import mcp_tool_definitions, version_latest
-from .services import (
+from .import_tail import (
     CHANGED,
     NEW,
     SKIPPED,
     UNCHANGED,
     ImportReport,
+    Known,
     OperationResult,
-    _agents,
-    _content_with,
-    _Known,
+    agents_named,
+    content_with,
     settled,
 )
+from .limits import Clock, ImportLimitExceeded, ImportLimits
+from .mcp_tools import EXECUTOR as MCP_EXECUTOR
+from .mcp_tools import definition_digest, draft_of_tool, hints_note
+from .names import tool_name
+from .selectors import mcp_tool_definitions, version_latest
 
 
 def mcp_import(
@@ -90,12 +90,12 @@ def mcp_definitions_import(
             upstream, f"{len(wanted)} tools are chosen; an import makes drafts of at most "
             f"{limits.max_operations} (TOOLHUB_IMPORT_MAX_OPERATIONS). Choose fewer (--tools)."
         )
-    agents = _agents(tenant, grant_agents)
+    agents = agents_named(tenant=tenant, names=grant_agents)
     clock = Clock(limits)
     # The names as they can be stored: one with a NUL is kept escaped.
     listed = sorted(printable(name) for name in by_name)
     with transaction.atomic():
-        known = _Known.of(tenant, upstream, [str(d["name"]) for d in wanted], kind="mcp")
+        known = Known.of(tenant, upstream, [str(d["name"]) for d in wanted], kind="mcp")
         results = []
         for definition in wanted:
             clock.check(f"{upstream}, tool {printable(str(definition['name']))}")
@@ -109,7 +109,7 @@ def mcp_definitions_import(
 
 def mcp_import_definition(
     *, tenant: Tenant, definition: dict[str, Any], upstream: str, actor: str, why: str = "Re-imported",
-    known: _Known | None = None, listed: Sequence[str] = (), limits: ImportLimits | None = None,
+    known: Known | None = None, listed: Sequence[str] = (), limits: ImportLimits | None = None,
 ) -> OperationResult:
     """One listed tool of `upstream` as mcp_import makes it: a new tool and draft, or for a tool
     imported before whose definition changed, a new draft from the tool's latest version with
@@ -125,7 +125,7 @@ def mcp_import_definition(
         return OperationResult(key=printable(key), pointer="", outcome=SKIPPED, reason=str(exc))
     source = {"kind": "mcp", "upstream": upstream, "key": key, "digest": definition_digest(definition),
               "tool": definition, **({"listed": list(listed)} if listed else {})}
-    known = known or _Known.of(tenant, upstream, [key], kind="mcp")
+    known = known or Known.of(tenant, upstream, [key], kind="mcp")
     previous = known.imported.get(key)
     if previous is None:
         named = tool_name(draft.name, key=key, taken=known.taken)
@@ -145,7 +145,7 @@ def mcp_import_definition(
         changed = draft.changed_since(before)
     except (KeyError, TypeError, Unsupported):
         before, changed = None, list(IMPORTED_FIELDS)
-    content, note = _content_with(latest, draft, changed, MCP_EXECUTOR, before=before)
+    content, note = content_with(latest, draft, changed, MCP_EXECUTOR, before=before)
     version = version_create_draft(
         tool=latest.tool, actor=actor, **content, source=source,
         changelog=f"{why} the tool {key} of {upstream}: "

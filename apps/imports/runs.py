@@ -21,9 +21,10 @@ from apps.tenancy.models import Tenant
 
 from .errors import ImportRefused
 from .fetch import document_fetch
+from .import_tail import ImportReport, OperationResult
 from .models import OpenAPIImportRun, RunStatus
+from .openapi_services import Progress, openapi_import
 from .removed import RemovedOperation
-from .services import ImportReport, OperationResult, Progress, openapi_import
 
 logger = logging.getLogger(__name__)
 

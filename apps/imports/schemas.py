@@ -4,7 +4,7 @@ The import's conversion (drafts.py uses it for OpenAPI operations, mcp_tools.py 
 input schemas): OpenAPI 3.0's `nullable` and 3.1's `type: [.., "null"]` both become a type
 admitting null, and nothing else admits null; 3.0's boolean exclusive bounds translated;
 allOf merged into one object where it can be; documentation and anchor keywords dropped;
-formats kept, with a pattern where RE2 matches them (apps/catalog/patterns.py); `closed`
+formats kept, with a pattern where RE2 matches them (apps/common/schemas/patterns.py); `closed`
 and `strict` give the two forms a version's parameters take.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from apps.catalog.patterns import pattern_problem
+from apps.common.schemas.patterns import pattern_problem
 
 from .errors import Unsupported
 from .markdown import markdown

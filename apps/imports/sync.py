@@ -27,6 +27,7 @@ from apps.tenancy.models import Tenant
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import Upstream, UpstreamKind
 from apps.upstreams.selectors import upstream_for_call, upstream_label
+from apps.upstreams.services import upstream_claim_sync, upstream_mark_synced
 
 from .drift import Drift, Pin, Uncompared, drifts_of
 from .mcp_tools import definition_digest
@@ -145,7 +146,7 @@ def upstream_sync(*, upstream: Upstream, actor: str, tenant: Tenant | None = Non
     what the server lists or for an unreachable server: the report says what happened.
     """
     now = now or timezone.now()
-    Upstream.objects.filter(pk=upstream.pk).update(last_synced_at=now)
+    upstream_mark_synced(upstream_id=upstream.pk, at=now)
     imported = _imported_versions(upstream, tenant.pk if tenant else None)
     versions = list(imported.select_related("tool__tenant"))
     if not versions:
@@ -245,7 +246,8 @@ def _not_compared(upstream: Upstream, owner: Tenant, gap: Uncompared, *, actor: 
 def upstreams_claim_due_syncs(*, now: datetime | None = None) -> list[int]:
     """Ids of the MCP upstreams whose drift check is due (never checked, or last checked
     `sync_interval_minutes` ago or more), each claimed by setting `last_synced_at` with a
-    conditional UPDATE, so a second beat (or a slow worker) never checks one twice."""
+    conditional UPDATE (the upstreams' upstream_claim_sync), so a second beat (or a slow
+    worker) never checks one twice."""
     now = now or timezone.now()
     claimed = []
     for pk, last, interval in Upstream.objects.filter(kind=UpstreamKind.MCP).values_list(
@@ -253,7 +255,6 @@ def upstreams_claim_due_syncs(*, now: datetime | None = None) -> list[int]:
     ):
         if last is not None and last + timedelta(minutes=interval) > now:
             continue
-        unchanged = Q(last_synced_at__isnull=True) if last is None else Q(last_synced_at=last)
-        if Upstream.objects.filter(unchanged, pk=pk).update(last_synced_at=now):
+        if upstream_claim_sync(upstream_id=pk, last=last, at=now):
             claimed.append(pk)
     return claimed

@@ -25,8 +25,6 @@ from django.utils.text import Truncator
 from apps.catalog.admin_filters import ScopedToolFilter
 from apps.common.admin import (
     ExactSearchMixin,
-    ObjectButton,
-    ObjectButtonsMixin,
     ReadOnlyAdminMixin,
     ReadOnlyInline,
     TenantScopedAdmin,
@@ -38,6 +36,7 @@ from apps.common.admin import (
     restrict_to_scope,
     validation_message,
 )
+from apps.common.admin_buttons import ObjectButton, ObjectButtonsMixin
 from apps.common.admin_filters import AgeFilter
 from apps.common.paginators import EstimatedCountPaginator
 

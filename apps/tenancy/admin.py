@@ -14,14 +14,13 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from apps.common.admin import (
-    ObjectButton,
-    ObjectButtonsMixin,
     ReadOnlyInline,
     TenantScopedAdmin,
     admin_actor,
     admin_scope,
     redirect_to_change,
 )
+from apps.common.admin_buttons import ObjectButton, ObjectButtonsMixin
 
 from . import people_admin  # noqa: F401  (the user and group admins: who may manage whom)
 from .models import Agent, AgentKey, Grant, StaffScope, Tenant, TenantPolicy

@@ -17,6 +17,11 @@ def agent_by_name(*, tenant: Tenant, name: str) -> Agent | None:
     return Agent.objects.for_tenant(tenant).filter(name=name).first()
 
 
+def tool_ids_granted(*, agent: Agent) -> set[int]:
+    """Ids of the tools granted to `agent`."""
+    return set(Grant.objects.filter(tenant_id=agent.tenant_id, agent=agent).values_list("tool_id", flat=True))
+
+
 def agent_key_by_prefix(*, prefix: str) -> AgentKey | None:
     """The key with this lookup prefix; a full key is accepted too (its prefix is used)."""
     lookup = split_key(prefix) if prefix.startswith("thk_") else prefix

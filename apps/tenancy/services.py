@@ -17,7 +17,7 @@ from django.utils import timezone
 from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
-from .keys import generate_key
+from .keys import digest_of, generate_key, split_key
 from .models import Agent, AgentKey, Grant, StaffScope, Tenant, TenantPolicy
 from .sessions import SessionClaims, sign_session
 
@@ -64,6 +64,30 @@ def agent_key_issue(*, agent: Agent, label: str = "", actor: str = "system") -> 
             data={"agent": agent.name, "prefix": prefix, "label": label},
         )
     return IssuedKey(key=key, secret=full)
+
+
+def agent_key_install(*, agent: Agent, key: str, label: str, actor: str) -> AgentKey:
+    """Store a key made outside ToolHub's generator (the demo's, derived from SECRET_KEY) for
+    `agent`, once: the key already stored under its prefix is returned as it is (active or
+    revoked). Writes the key (its digest, never the secret) and an audit event, and drops a
+    cached "no such key" for its prefix once committed. Raises ValueError for a key not
+    shaped like an agent key."""
+    prefix = split_key(key)
+    if prefix is None:
+        raise ValueError("The key is not shaped like an agent key.")
+    with transaction.atomic():
+        existing = AgentKey.objects.filter(prefix=prefix).first()
+        if existing is not None:
+            return existing
+        created = AgentKey.objects.create(
+            tenant_id=agent.tenant_id, agent=agent, label=label, prefix=prefix, digest=digest_of(key)
+        )
+        audit_record(
+            tenant_id=agent.tenant_id, actor=actor, action="agent_key.issue", target=created,
+            data={"agent": agent.name, "prefix": prefix},
+        )
+        _forget_keys([prefix], refused=False)
+    return created
 
 
 def agent_key_revoke(*, key: AgentKey, actor: str, note: str = "") -> AgentKey:

@@ -6,6 +6,8 @@ its last four characters; audit events say what changed, never the value.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
@@ -50,6 +52,20 @@ def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
         )
         catalog_changed()
     return upstream
+
+
+def upstream_mark_synced(*, upstream_id: int, at: datetime) -> None:
+    """Write the upstream's `last_synced_at` (when its drift check ran): bookkeeping of the
+    check, no audit event and no change to the catalog."""
+    Upstream.objects.filter(pk=upstream_id).update(last_synced_at=at)
+
+
+def upstream_claim_sync(*, upstream_id: int, last: datetime | None, at: datetime) -> bool:
+    """Claim the upstream's next drift check: write `last_synced_at = at` only if it is still
+    `last` (a conditional UPDATE), so two beats or a slow worker never claim one check twice.
+    True when this caller claimed it. No audit event."""
+    unchanged = models.Q(last_synced_at__isnull=True) if last is None else models.Q(last_synced_at=last)
+    return bool(Upstream.objects.filter(unchanged, pk=upstream_id).update(last_synced_at=at))
 
 
 def upstream_delete(*, upstream: Upstream, actor: str) -> None:

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from apps.catalog.models import ToolVersion
 from apps.demo_shop.models import DemoOrder, DemoRefund
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 from apps.tenancy.models import Agent
 from apps.tenancy.services import session_mint
 from bench.calls import BARE_IMPORTED, IMPORTED_CALL

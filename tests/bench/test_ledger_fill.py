@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 from apps.ledger.models import LedgerEntry, LedgerEvent, LedgerState
 from bench.ledger_fill import ENTRIES, EVENTS, fill_target, ledger_empty, ledger_fill
 

@@ -11,7 +11,7 @@ import importlib
 import pytest
 from django.test import Client
 
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 from apps.gateway import services
 from bench.calls import access_of, invoke_body
 from bench.config import SEARCH_ARGUMENTS

@@ -25,7 +25,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connections
 
-from apps.demo_shop.services import SeedResult, demo_seed
+from apps.demo_shop.seed import SeedResult, demo_seed
 from tests.browser.conftest import log_in
 from tests.ops.conftest import ROOT, free_port, stop_gunicorn, wait_for_gunicorn
 from tests.shipping_upstream import ShippingServer, shipping_server

@@ -16,7 +16,7 @@ from apps.catalog.services import (
     version_publish,
 )
 from apps.catalog_as_code.document import document_yaml
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 from apps.tenancy.models import Grant, Tenant, TenantPolicy
 from apps.tenancy.services import grant_save, tenant_policy_save
 from tests.factories import AgentFactory, TenantFactory

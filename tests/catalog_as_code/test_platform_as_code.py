@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from apps.audit.models import AuditEvent
 from apps.catalog.models import DriftFinding, Tool, Toolset, ToolVersion
 from apps.demo_shop.models import DemoRefund
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 from apps.ledger.models import LedgerEntry
 from apps.tenancy.models import Agent, AgentKey, Grant, Tenant, TenantPolicy
 from apps.tenancy.services import agent_key_issue

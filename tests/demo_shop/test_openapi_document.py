@@ -10,8 +10,8 @@ from django.core.management import call_command
 
 from apps.catalog.models import ToolVersion
 from apps.demo_shop.models import DemoRefund
-from apps.demo_shop.services import demo_seed
-from apps.imports.services import openapi_import
+from apps.demo_shop.seed import demo_seed
+from apps.imports.openapi_services import openapi_import
 from tests.factories import TenantFactory
 
 from .factories import DemoOrderFactory

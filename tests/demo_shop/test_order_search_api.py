@@ -1,6 +1,6 @@
 import pytest
 
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from django.conf import settings as django_settings
 
 from apps.catalog.models import ToolVersion
 from apps.catalog.services import version_create_draft_from, version_publish, version_save_draft
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 
 
 class Agent:

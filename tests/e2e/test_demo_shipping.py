@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 from tests.e2e.conftest import Agent
 from tests.shipping_upstream import ShippingServer, shipping_server
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from apps.tenancy.services import agent_key_issue
 from tests.factories import AgentFactory, TenantFactory
 from tests.gateway.conftest import invoke

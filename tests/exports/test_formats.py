@@ -15,8 +15,8 @@ from apps.catalog.exports import (
     estimate_tokens,
     export_tool,
     export_tools,
-    strip_optional_nulls,
 )
+from apps.common.schemas.nulls import strip_optional_nulls
 
 OPTIONALS = {
     "type": "object",

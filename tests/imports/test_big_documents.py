@@ -14,7 +14,7 @@ from apps.catalog.models import ToolVersion, VersionStatus
 from apps.imports.errors import ImportRefused
 from apps.imports.limits import ImportLimitExceeded
 from apps.imports.management.commands._import_cli import ProgressBar
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from tests.factories import TenantFactory
 from tests.imports.big_documents import many_operations
 

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from apps.audit.models import AuditEvent
 from apps.catalog.models import Tool, ToolVersion
 from apps.imports.errors import ImportRefused
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from apps.upstreams.models import Upstream
 from tests.factories import TenantFactory
 

@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from apps.catalog.models import ToolVersion
 from apps.catalog.selectors import version_findings
+from apps.imports.openapi_services import openapi_import
 from apps.imports.review import CommonFinding, ImportReview, import_review
-from apps.imports.services import openapi_import
 from tests.factories import TenantFactory
 
 from .review_document import NOTES, notes_file

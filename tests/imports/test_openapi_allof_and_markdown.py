@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from apps.catalog.models import ToolVersion
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.imports.markdown import markdown
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from tests.factories import TenantFactory
 
 from .hostile_documents import document

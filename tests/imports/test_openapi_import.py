@@ -15,11 +15,11 @@ from django.core.management import CommandError, call_command
 
 from apps.audit.models import AuditEvent
 from apps.catalog.models import Tool, ToolVersion
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.catalog.services import tool_save, version_save_draft
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.imports.errors import ImportRefused
 from apps.imports.openapi import OpenAPIError
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from apps.tenancy.models import Grant
 from apps.upstreams.models import Upstream
 from tests.factories import AgentFactory, CredentialFactory, TenantFactory

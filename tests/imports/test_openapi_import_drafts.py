@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from apps.catalog.models import ToolVersion
+from apps.imports.openapi_services import openapi_import
 from apps.imports.schemas import strict
-from apps.imports.services import openapi_import
 from tests.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from apps.catalog.models import ToolVersion
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.imports.drafts import Draft, draft_of
 from apps.imports.errors import Unsupported
 from apps.imports.openapi import Operation, document_operations, parse_document
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from tests.factories import TenantFactory
 
 DOCUMENTS = Path(__file__).parent / "documents"

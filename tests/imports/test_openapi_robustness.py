@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from apps.catalog.models import Tool, ToolVersion
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator
 from apps.imports.openapi import OpenAPIError, document_operations, parse_document
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from tests.factories import TenantFactory
 
 from .hostile_documents import document

@@ -21,7 +21,7 @@ from apps.catalog.models import Tool, ToolVersion
 from apps.catalog.services import version_create_draft, version_retire
 from apps.gateway.executors.base import ExecutionRequest
 from apps.gateway.executors.http.executor import reconcile_http
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 from apps.ledger.models import LedgerEntry, LedgerState
 from apps.tenancy.models import Grant
 from tests.factories import UpstreamFactory

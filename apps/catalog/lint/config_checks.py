@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from apps.common.schemas.normalizers import STRING_OPS, normalize_value
+
 from ..definitions import (
     BODYLESS_METHODS,
     DEFAULT_HTTP_METHOD,
@@ -14,7 +16,6 @@ from ..definitions import (
     path_problems,
     platform_settings_named,
 )
-from ..normalizers import STRING_OPS, normalize_value
 from .findings import ERROR, WARNING, Deployment, Finding, ToolDefinition
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
-# ToolVersion.source["kind"] of the versions an import makes (apps/imports/services.py).
+# ToolVersion.source["kind"] of the versions an import makes (apps/imports/openapi_services.py and
+# mcp_services.py).
 IMPORT_KINDS = frozenset({"openapi", "mcp"})
 
 

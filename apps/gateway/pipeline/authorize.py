@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from apps.catalog.normalizers import normalize_value
 from apps.common.errors import ErrorDetail, ForbiddenError
+from apps.common.schemas.normalizers import normalize_value
 from apps.gateway.contracts import VersionSpec
 from apps.gateway.text import clip, pointer
 from apps.tenancy.sessions import SessionClaims

@@ -18,8 +18,8 @@ from typing import Any
 
 import rfc8785
 
-from apps.catalog.normalizers import normalize_value
 from apps.common.errors import ErrorDetail, InvalidArgsError
+from apps.common.schemas.normalizers import normalize_value
 from apps.gateway.contracts import VersionSpec
 from apps.gateway.text import pointer
 

@@ -18,8 +18,8 @@ from typing import Any
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 
-from apps.catalog.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems, search
 from apps.common.errors import ErrorDetail, InvalidArgsError, UnavailableError
+from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems, search
 from apps.gateway.contracts import VersionSpec, thaw
 from apps.gateway.text import clip, field_label, join_names, pointer, quote
 

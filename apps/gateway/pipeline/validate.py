@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from apps.catalog.exports import strip_optional_nulls
+from apps.common.schemas.nulls import strip_optional_nulls
 from apps.gateway.contracts import AgentCatalog, CallContext, CallState, PreparedCall, TaskSighting, ToolCall
 
 from .approval import approval_reason

@@ -2,8 +2,8 @@ import hashlib
 
 import pytest
 
-from apps.catalog.normalizers import canonical_date
 from apps.common.errors import InvalidArgsError
+from apps.common.schemas.normalizers import canonical_date
 from apps.gateway.pipeline.normalize import args_hash, normalize_arguments
 from apps.gateway.pipeline.parse import parse_arguments
 

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.catalog_as_code.document import PLATFORM_KIND, DocumentError, Problem
-from apps.catalog_as_code.plan import Plan, plan_document
+from apps.catalog_as_code.plan import plan_document
 from apps.catalog_as_code.platform import catalog_document_from_yaml
 from apps.catalog_as_code.platform_plan import plan_platform_document
 from apps.catalog_as_code.selectors import (
@@ -18,6 +18,7 @@ from apps.catalog_as_code.selectors import (
     tenant_catalog_snapshot,
 )
 from apps.catalog_as_code.services import catalog_document_apply
+from apps.catalog_as_code.steps import Plan
 from apps.tenancy.models import Tenant
 from apps.tenancy.selectors import tenant_by_slug
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from apps.demo_shop.services import demo_seed
+from apps.demo_shop.seed import demo_seed
 
 
 class Command(BaseCommand):

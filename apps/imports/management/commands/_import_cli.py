@@ -8,8 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
+from apps.imports.import_tail import SKIPPED, ImportReport
 from apps.imports.review import import_review
-from apps.imports.services import SKIPPED, ImportReport
 from apps.tenancy.models import Tenant
 from apps.tenancy.selectors import tenant_by_slug
 

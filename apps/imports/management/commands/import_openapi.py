@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.imports.errors import ImportRefused
 from apps.imports.fetch import document_fetch
 from apps.imports.limits import ImportLimits
-from apps.imports.services import openapi_import
+from apps.imports.openapi_services import openapi_import
 
 from ._import_cli import ProgressBar, add_publish_and_grant, comma_list, print_report, tenant_named
 

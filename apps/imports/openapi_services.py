@@ -1,38 +1,45 @@
-"""Writes of the imports app: an OpenAPI document's operations as draft tool versions, and
-what the MCP import (mcp_services.py) shares with it: results, names, publishing, grants.
+"""Writes of the imports app for OpenAPI documents: a document's operations as draft tool
+versions of the `http` executor.
 
-An import is one transaction: every operation (or tool) becomes a tool with a draft (or, on
-a re-import, a new draft only where the document or listing changed), and `--publish` and
-`--grant` act on those drafts; any refusal (a malformed document, a server that cannot be
-listed, a draft lint refuses to publish, an unknown agent) leaves nothing written. The
-catalog's and tenancy's services do the writes, so each tool, draft, publication and grant
-has its own audit event; the import itself adds one more.
+An import is one transaction: every operation becomes a tool with a draft (or, on a
+re-import, a new draft only where the document changed), and `--publish` and `--grant` act
+on those drafts (import_tail.settled, the tail the MCP import shares); any refusal (a
+malformed document, a draft lint refuses to publish, an unknown agent) leaves nothing
+written. The catalog's, tenancy's and upstreams' services do the writes, so each tool,
+draft, publication and grant has its own audit event; the import itself adds one more.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from apps.audit.services import audit_record
-from apps.catalog.bulk import first_draft, tools_create_with_drafts, versions_publish
-from apps.catalog.lint import Finding
-from apps.catalog.models import Tool, ToolVersion, VersionStatus
+from apps.catalog.bulk import first_draft, tools_create_with_drafts
+from apps.catalog.models import Tool
 from apps.catalog.services import version_create_draft
-from apps.tenancy.models import Agent, Grant, Tenant
-from apps.tenancy.services import grant_save
+from apps.tenancy.models import Tenant
 from apps.upstreams.models import Upstream, UpstreamKind
 from apps.upstreams.selectors import credential_get, upstream_get
 from apps.upstreams.services import upstream_save
 
-from .drafts import IMPORTED_FIELDS, MAPPING_KEYS, Draft, draft_of
+from .drafts import IMPORTED_FIELDS, Draft, draft_of
 from .errors import ImportRefused, Unsupported
+from .import_tail import (
+    CHANGED,
+    NEW,
+    SKIPPED,
+    UNCHANGED,
+    ImportReport,
+    Known,
+    OperationResult,
+    agents_named,
+    content_with,
+    settled,
+)
 from .limits import Clock, ImportLimits
 from .names import tool_name
 from .openapi import (
@@ -44,55 +51,6 @@ from .openapi import (
     parse_document,
 )
 from .removed import RemovedOperation, removed_operations, removed_operations_deprecate
-from .review import with_findings
-from .schemas import strict
-from .selectors import (
-    tool_names_taken,
-    versions_imported_from,
-    versions_latest,
-)
-
-NEW, CHANGED, UNCHANGED, SKIPPED = "new", "changed", "unchanged", "skipped"
-
-
-@dataclass(frozen=True)
-class OperationResult:
-    """What an import did with one operation of the document."""
-
-    key: str
-    pointer: str
-    outcome: str  # new, changed, unchanged, skipped
-    tool: str = ""
-    changed: tuple[str, ...] = ()
-    reason: str = ""
-    version: ToolVersion | None = None
-    findings: tuple[Finding, ...] = ()
-    note: str = ""  # why a new tool's name is not the operation's own (names.py)
-
-    @property
-    def summary(self) -> str:
-        if self.outcome == CHANGED:
-            return f"changed: {', '.join(self.changed)}"
-        if self.outcome == SKIPPED:
-            return f"skipped: {self.reason}"
-        return f"{self.outcome}; {self.note}" if self.note else self.outcome
-
-    @property
-    def lint_errors(self) -> int:
-        return sum(f.is_error for f in self.findings)
-
-
-@dataclass(frozen=True)
-class ImportReport:
-    upstream: str
-    base_url: str | None
-    title: str
-    results: tuple[OperationResult, ...]
-    granted: tuple[str, ...] = ()
-    # Tools imported before from operations the document no longer has (a whole-document
-    # re-import only), deprecated with `deprecate_removed`.
-    removed: tuple[RemovedOperation, ...] = ()
-
 
 # Told (operations done, operations in all) as an import goes.
 Progress = Callable[[int, int], None]
@@ -168,19 +126,22 @@ def openapi_import(
     document = parse_document(document_text, limits=limits, clock=clock)
     operations = document_operations(document, only=operation_ids, limits=limits, clock=clock)
     base_url = base_url or first_server_url(document, fetched_from=fetched_from)
-    agents = _agents(tenant, grant_agents)
+    agents = agents_named(tenant=tenant, names=grant_agents)
+    keys = [op.key if isinstance(op, Operation) else op[0] for op in operations]
     with transaction.atomic():
         upstream = ensure_upstream(
             tenant=tenant, name=upstream, base_url=base_url, credential_name=credential, actor=actor
         )
-        known = _Known.of(tenant, upstream, operations, kind="openapi")
+        known = Known.of(tenant, upstream, keys, kind="openapi")
+        # The new tools, written together at the end (_write_new).
+        new: list[_NewTool] = []
         results = []
         for op in operations:
-            results.append(_import_operation(tenant, document, op, upstream, actor, known, clock))
+            results.append(_import_operation(tenant, document, op, upstream, actor, known, new, clock))
             if progress is not None:
                 progress(len(results), len(operations))
-        results = _write_new(tenant, results, known.new, actor)
-        removed = _removed(tenant, upstream, operations, actor, whole=not operation_ids,
+        results = _write_new(tenant, results, new, actor)
+        removed = _removed(tenant, upstream, keys, actor, whole=not operation_ids,
                            deprecate=deprecate_removed)
         results, granted = settled(
             tenant, results, agents, actor, clock, publish=publish, by="OpenAPI import", what="Operation",
@@ -192,28 +153,17 @@ def openapi_import(
                         granted=granted, removed=tuple(removed))
 
 
-def _removed(tenant: Tenant, upstream: str, operations: Sequence[Operation | tuple[str, str, str]],
-             actor: str, *, whole: bool, deprecate: bool) -> list[RemovedOperation]:
+def _removed(tenant: Tenant, upstream: str, keys: list[str], actor: str, *, whole: bool,
+             deprecate: bool) -> list[RemovedOperation]:
     """What the document no longer has (a choice of operations says nothing of the others)."""
     if not whole:
         return []
-    keys = [op.key if isinstance(op, Operation) else op[0] for op in operations]
     removed = removed_operations(tenant=tenant, upstream=upstream, keys=keys)
     if deprecate and removed:
         return removed_operations_deprecate(
             tenant=tenant, upstream=upstream, removed=[r.key for r in removed], actor=actor
         )
     return removed
-
-
-def _agents(tenant: Tenant, names: Iterable[str]) -> list[Agent]:
-    agents = []
-    for name in names:
-        agent = Agent.objects.for_tenant(tenant).filter(name=name).first()
-        if agent is None:
-            raise ImportRefused(f"Tenant {tenant.slug} has no agent {name!r} to grant the tools to.")
-        agents.append(agent)
-    return agents
 
 
 def _source(document: Document, operation: Operation, upstream: str, draft: Draft) -> dict[str, Any]:
@@ -230,28 +180,6 @@ def _source(document: Document, operation: Operation, upstream: str, draft: Draf
     }
 
 
-@dataclass
-class _Known:
-    """What the tenant's catalog holds that one import looks up for each operation or tool,
-    read once: the names new tools may not take (the import adds the ones it takes), and the
-    versions made from the keys before."""
-
-    taken: set[str]
-    imported: dict[str, ToolVersion]
-    # The latest version of each tool imported before, by tool id.
-    latest: dict[int, ToolVersion]
-    # The new tools an OpenAPI import makes, written together at its end (_write_new).
-    new: list[_NewTool] = dataclasses.field(default_factory=list)
-
-    @classmethod
-    def of(cls, tenant: Tenant, upstream: str, keys: Iterable[Operation | tuple[str, str, str] | str], *,
-           kind: str) -> _Known:
-        listed = [k if isinstance(k, str) else k.key if isinstance(k, Operation) else k[0] for k in keys]
-        imported = versions_imported_from(tenant=tenant, upstream=upstream, keys=listed, kind=kind)
-        return cls(taken=tool_names_taken(tenant=tenant), imported=imported,
-                   latest=versions_latest(tool_ids=[v.tool_id for v in imported.values()]))
-
-
 @dataclass(frozen=True)
 class _NewTool:
     operation: Operation
@@ -262,7 +190,7 @@ class _NewTool:
 
 def _import_operation(
     tenant: Tenant, document: Document, operation: Operation | tuple[str, str, str], upstream: str,
-    actor: str, known: _Known, clock: Clock,
+    actor: str, known: Known, new: list[_NewTool], clock: Clock,
 ) -> OperationResult:
     if not isinstance(operation, Operation):
         key, pointer, reason = operation
@@ -273,7 +201,7 @@ def _import_operation(
     except (Unsupported, OpenAPIError) as exc:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=SKIPPED, reason=str(exc))
     try:
-        return _draft_operation(tenant, document, operation, draft, upstream, actor, known)
+        return _draft_operation(tenant, document, operation, draft, upstream, actor, known, new)
     except ValidationError as error:
         # A draft the version's own checks refuse (an http config they reject) is one bad
         # operation: skipped like one ToolHub cannot map, the others import.
@@ -284,7 +212,7 @@ def _import_operation(
 
 def _draft_operation(
     tenant: Tenant, document: Document, operation: Operation, draft: Draft, upstream: str, actor: str,
-    known: _Known,
+    known: Known, new: list[_NewTool],
 ) -> OperationResult:
     source = _source(document, operation, upstream, draft)
     previous = known.imported.get(operation.key)
@@ -302,7 +230,7 @@ def _draft_operation(
         except ValidationError:
             known.taken.discard(named.name)
             raise
-        known.new.append(
+        new.append(
             _NewTool(operation=operation, name=named.name, summary=draft.summary, content=content)
         )
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=NEW, tool=named.name,
@@ -312,7 +240,7 @@ def _draft_operation(
     if not changed:
         return OperationResult(key=operation.key, pointer=operation.pointer, outcome=UNCHANGED,
                                tool=latest.tool.name, version=latest)
-    content, note = _content_with(latest, draft, changed, "http", before=before)
+    content, note = content_with(latest, draft, changed, "http", before=before)
     with transaction.atomic():  # a refused draft (ValidationError) leaves the import's other writes
         version = version_create_draft(
             tool=latest.tool, actor=actor, **content, source=source,
@@ -353,82 +281,3 @@ def _changes(source: dict[str, Any], draft: Draft, upstream: str) -> tuple[list[
     return draft.changed_since(before), before
 
 
-def _content_with(base: ToolVersion, draft: Draft, changed: Iterable[str], executor: str, *,
-                  before: Draft | None) -> tuple[dict[str, Any], str]:
-    """`base`'s content with the changed imported fields replaced, and what the changelog
-    adds; in the executor config only the request mapping is replaced, a curator's other
-    keys are kept.
-
-    A new schema meets `base`'s `strict`: when `base`'s schema is exactly the strict form of
-    what the import made of the definition before (`before`), strict came with it from an
-    import of the time every import was strict, and is turned off with the schema's optional
-    fields; any other strict version is a curator's choice, kept, and gets the new schema in
-    the strict form (every field required, the optional ones nullable)."""
-    content = {
-        field: copy.deepcopy(getattr(base, field))
-        for field in ToolVersion.CONTENT_FIELDS
-        if field not in ("tool_id", "number", "source")
-    }
-    for field in changed:
-        content[field] = copy.deepcopy(getattr(draft, field))
-    if "executor_config" in changed:
-        replaced = {*MAPPING_KEYS, *draft.executor_config}
-        kept = {k: v for k, v in base.executor_config.items() if k not in replaced}
-        content["executor_config"] = {**kept, **draft.executor_config}
-        content["executor"] = executor
-    if "parameters" not in changed or not base.strict:
-        return content, ""
-    if before is not None and before.strict_form_is(base.parameters):
-        content["strict"] = False
-        return content, (" Strict turned off: the import had made the version strict, and its optional "
-                         "fields now stay optional.")
-    content["parameters"] = strict(draft.parameters)
-    return content, " The version stays strict (a curator's choice): the new schema is in the strict form."
-
-
-def settled(
-    tenant: Tenant, results: list[OperationResult], agents: list[Agent], actor: str, clock: Clock, *,
-    publish: bool, by: str, what: str, action: str, data: dict[str, Any],
-) -> tuple[list[OperationResult], tuple[str, ...]]:
-    """The tail every import shares, inside its transaction: its drafts published (when asked),
-    granted, linted, and one audit event `action` when it made or granted anything. The
-    results as lint read them, and the grants."""
-    if publish:
-        _publish_drafts(results, actor, clock, by=by, what=what)
-    granted = _grant(tenant, agents, results, actor)
-    results = with_findings(results)
-    if granted or any(r.outcome in (NEW, CHANGED) for r in results):
-        audit_record(tenant_id=tenant.pk, actor=actor, action=action, target=tenant,
-                     data={**data, "results": {r.key: r.summary for r in results}, "granted": list(granted)})
-    return results, granted
-
-
-def _publish_drafts(results: list[OperationResult], actor: str, clock: Clock, *, by: str, what: str) -> None:
-    """Publish the drafts of `results` together (catalog.bulk: lint reads the tools beside them once)."""
-    drafts = [(r, v) for r in results if (v := r.version) is not None and v.status == VersionStatus.DRAFT]
-    clock.check(f"publishing {len(drafts)} drafts")
-    try:
-        versions_publish(versions=[v for _, v in drafts], actor=actor, note=f"Published by the {by}.")
-    except ValidationError as error:
-        params = getattr(error, "params", None) or {"index": 0}
-        failed = drafts[params["index"]][0]
-        raise ImportRefused(
-            f"{what} {failed.key} ({failed.tool}) cannot be published: {' '.join(error.messages)} "
-            "Nothing was imported; import without publishing to review the drafts."
-        ) from None
-
-
-def _grant(
-    tenant: Tenant, agents: list[Agent], results: list[OperationResult], actor: str
-) -> tuple[str, ...]:
-    granted = []
-    for agent in agents:
-        for result in results:
-            if result.version is None:
-                continue
-            tool = result.version.tool
-            if not Grant.objects.for_tenant(tenant).filter(agent=agent, tool=tool).exists():
-                # Imported tools are the tenant's own: granting them takes no platform authority.
-                grant_save(grant=Grant(tenant=tenant, agent=agent, tool=tool), actor=actor, by_platform=False)
-                granted.append(f"{agent.name} → {tool.name}")
-    return tuple(granted)

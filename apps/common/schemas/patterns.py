@@ -4,7 +4,7 @@ A tool's `pattern` and `patternProperties` come from a curator and are matched a
 text a model wrote. Python's `re` backtracks: `^(a+)+$` against thirty `a`s and a `!` runs
 for minutes, holding a web worker and the GIL. RE2 (google-re2) answers in time linear in
 the text. It has no lookaround and no backreferences, and caps repetition counts at 1000:
-schemas that need those are refused on save (definitions.py) and, if stored before this
+schemas that need those are refused on save (catalog/definitions.py) and, if stored before this
 check existed, are unavailable rather than matched by a backtracking engine
 (gateway/pipeline/schema.py).
 

@@ -1,0 +1,1 @@
+"""`make soak`: the whole system under load and faults, then an audit (run.py)."""
