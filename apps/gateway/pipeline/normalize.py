@@ -7,7 +7,7 @@ into strings, so a value's JSON type is never changed, and a value they cannot f
 for the schema to refuse. Once the session's bindings have filled the arguments, `args_hash`
 (RFC 8785 JSON, SHA-256, volatile fields left out) identifies the action: the ledger keys on
 it and the loop guard counts it, so the same call from another end user is another action.
-What each normalizer does is the catalog's (apps/catalog/normalizers.py).
+What each normalizer does is the catalog's (apps/common/schemas/normalizers.py).
 """
 
 from __future__ import annotations
