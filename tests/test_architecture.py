@@ -94,3 +94,19 @@ def test_no_module_is_longer_than_a_newcomer_can_hold_in_their_head():
     }
 
     assert too_long == {}, f"split these along their jobs (at most {MAX_MODULE_LINES} lines): {too_long}"
+
+
+def test_other_apps_use_the_gateways_public_faces_not_its_executors_or_stages():
+    # outbound.py and callables.py exist so that executors can change shape freely.
+    graph = grimp.build_graph("apps", cache_dir=None)
+    inner = ("apps.gateway.executors", "apps.gateway.pipeline")
+
+    reaching_in = sorted(
+        f"{importer} -> {imported}"
+        for package in inner
+        for imported in {package} | graph.find_descendants(package)
+        for importer in graph.find_modules_that_directly_import(imported)
+        if not importer.startswith("apps.gateway.")
+    )
+
+    assert reaching_in == []

@@ -4,6 +4,9 @@ that execute and reconcile ledger entries (keeping their `ledger.*` names).
 
 May import: ledger, catalog, tenancy, upstreams, audit, common (layers contract,
 pyproject.toml); never capabilities, imports, catalog_as_code, dashboards or demo_shop.
+Inside, its own layers (the gateway contract): edges (api/, tasks, admin, and outbound and
+callables for other apps) → invoke (services, validation, execution, replays, replies…) →
+pipeline | executors → contracts | text. Other apps never reach into executors/ or pipeline/.
 """
 
 from django.apps import AppConfig
