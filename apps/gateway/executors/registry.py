@@ -10,12 +10,12 @@ importing the gateway.
 from __future__ import annotations
 
 import pkgutil
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from apps.common.executor_kinds import ConfigProblems, ExecutorKindDeclaration, register_executor_kind
+from apps.common.executor_kinds import ExecutorKindDeclaration, register_executor_kind
 
 from .base import ExecutionRequest, ReconcileAnswer
 
@@ -23,32 +23,17 @@ Runner = Callable[[ExecutionRequest], Any]
 Reconciler = Callable[[ExecutionRequest], ReconcileAnswer]
 
 
-@dataclass(frozen=True)
-class Executor:
+@dataclass(frozen=True, kw_only=True)
+class Executor(ExecutorKindDeclaration):
     """One kind of executor: how a call of a version of this kind runs and is reconciled, and
-    what the catalog checks of the version's executor_config.
+    (as the declaration it extends) what the catalog checks of the version's executor_config.
 
     `run` returns the result or raises the ExecutionError subclasses of base.py, classified by
     what is known of the side effect; `reconcile` answers what became of an uncertain call.
     """
 
-    kind: str
-    label: str
     run: Runner
     reconcile: Reconciler
-    config_schema: Mapping[str, Any]
-    config_problems: ConfigProblems | None = None
-    reconcile_key: str = ""
-    reconcile_how: str = ""
-    platform_setting_keys: tuple[str, ...] = field(default=())
-
-    def declaration(self) -> ExecutorKindDeclaration:
-        """What the catalog is told of this kind."""
-        return ExecutorKindDeclaration(
-            kind=self.kind, label=self.label, config_schema=self.config_schema,
-            config_problems=self.config_problems, reconcile_key=self.reconcile_key,
-            reconcile_how=self.reconcile_how, platform_setting_keys=self.platform_setting_keys,
-        )
 
 
 class UnknownExecutorKind(LookupError):
@@ -66,7 +51,7 @@ _EXECUTORS: dict[str, Executor] = {}
 def register(executor: Executor) -> Executor:
     """Register (or register again, replacing) the executor of `executor.kind`."""
     _EXECUTORS[executor.kind] = executor
-    register_executor_kind(executor.declaration())
+    register_executor_kind(executor)
     return executor
 
 
