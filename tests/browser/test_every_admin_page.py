@@ -52,14 +52,16 @@ class DemoAdmin:
 
 
 @pytest.fixture(scope="module")
-def shipping(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShippingServer]:
+def demo_shipping(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShippingServer]:
     """The demo shipping MCP server, as `make run` starts it beside the web server."""
     with shipping_server(tmp_path_factory.mktemp("shipping") / "state.json") as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def sqlite_demo(tmp_path_factory: pytest.TempPathFactory, shipping: ShippingServer) -> Iterator[DemoAdmin]:
+def sqlite_demo(
+    tmp_path_factory: pytest.TempPathFactory, demo_shipping: ShippingServer
+) -> Iterator[DemoAdmin]:
     """gunicorn on a SQLite database file, migrated and seeded like `make run` does."""
     var_dir, port = tmp_path_factory.mktemp("sqlite-demo"), free_port()
     env = {
@@ -70,9 +72,9 @@ def sqlite_demo(tmp_path_factory: pytest.TempPathFactory, shipping: ShippingServ
         "CACHE_URL": f"filecache://{var_dir / 'cache'}",
         "CELERY_BROKER_URL": django_settings.CELERY_BROKER_URL,
         "TOOLHUB_PORT": str(port),
-        "TOOLHUB_DEMO_SHIPPING_MCP_URL": shipping.url,
-        "DEMO_SHIPPING_API_KEY": shipping.key,
-        "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{port},127.0.0.1:{shipping.port}",
+        "TOOLHUB_DEMO_SHIPPING_MCP_URL": demo_shipping.url,
+        "DEMO_SHIPPING_API_KEY": demo_shipping.key,
+        "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{port},127.0.0.1:{demo_shipping.port}",
         "TOOLHUB_ADMIN_PASSWORD": ADMIN_PASSWORD,
         "GUNICORN_BIND": f"127.0.0.1:{port}",
         "WEB_CONCURRENCY": "1",
@@ -101,11 +103,11 @@ def sqlite_demo(tmp_path_factory: pytest.TempPathFactory, shipping: ShippingServ
 
 
 @pytest.fixture
-def postgresql_demo(live_server, settings, shipping: ShippingServer) -> DemoAdmin:
+def postgresql_demo(live_server, settings, demo_shipping: ShippingServer) -> DemoAdmin:
     """The live server on the tests' PostgreSQL database, seeded the same way."""
     settings.TOOLHUB_DEMO_PAYMENTS_URL = f"{live_server.url}/demo/payments"
-    settings.TOOLHUB_DEMO_SHIPPING_MCP_URL = shipping.url
-    settings.TOOLHUB_SECRETS = {**settings.TOOLHUB_SECRETS, "DEMO_SHIPPING_API_KEY": shipping.key}
+    settings.TOOLHUB_DEMO_SHIPPING_MCP_URL = demo_shipping.url
+    settings.TOOLHUB_SECRETS = {**settings.TOOLHUB_SECRETS, "DEMO_SHIPPING_API_KEY": demo_shipping.key}
     settings.TOOLHUB_ADMIN_PASSWORD = ADMIN_PASSWORD
     # Seeding reads the demo MCP server's definitions with asyncio.run, which cannot run in
     # this thread while Playwright's event loop does.

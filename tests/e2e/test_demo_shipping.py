@@ -17,16 +17,16 @@ SEEDED_KEY = "demo-shipping-secret"  # the settings' default DEMO_SHIPPING_API_K
 
 
 @pytest.fixture
-def shipping(tmp_path: Any) -> Iterator[ShippingServer]:
+def demo_shipping(tmp_path: Any) -> Iterator[ShippingServer]:
     with shipping_server(tmp_path / "state.json", key=SEEDED_KEY) as server:
         yield server
 
 
 @pytest.fixture
 def agent(
-    transactional_db: None, live_server: Any, settings: Any, shipping: ShippingServer
+    transactional_db: None, live_server: Any, settings: Any, demo_shipping: ShippingServer
 ) -> Iterator[Agent]:
-    settings.TOOLHUB_DEMO_SHIPPING_MCP_URL = shipping.url
+    settings.TOOLHUB_DEMO_SHIPPING_MCP_URL = demo_shipping.url
     seed = demo_seed()
     agent = Agent(live_server.url, seed.agent_key)
     agent.login("u-1001")
