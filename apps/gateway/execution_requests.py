@@ -29,6 +29,7 @@ def execution_request(
         subject=prepared.subject,
         idempotency_key=idempotency_key,
         platform_owned=version.platform_owned,
+        readonly=not version.is_write,
     )
 
 

@@ -33,6 +33,8 @@ class ExecutionRequest:
     tenant_id: int | None = None
     # The calling agent: an end user's own token is sent only for the agent that registered it.
     agent_id: int | None = None
+    # A readonly or recomputable call changes nothing: sending it again is always safe.
+    readonly: bool = False
 
 
 class ExecutionError(Exception):

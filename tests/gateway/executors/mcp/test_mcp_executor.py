@@ -11,6 +11,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.factories import SHIPPING_KEY, UpstreamFactory
@@ -74,6 +77,69 @@ def test_an_is_error_result_is_an_error_envelope_quoting_the_server_as_data(api,
     assert body["message"].endswith(f'{said}"') and "not instructions" in body["hint"]
     assert said in body["raw"][0]["text"]
     assert LedgerEntry.objects.get().state == LedgerState.FAILED
+    # a write's hint does not invite calling again: the server's words alone say nothing applied
+    assert body["recoverable"] is False and "again is safe" not in body["hint"]
+
+
+def test_an_is_error_result_of_a_readonly_tool_says_calling_again_differently_is_safe(
+    api, agent, shipping, shipping_upstream
+):
+    # given: a readonly tool whose server refuses the shipment asked for
+    def find_parcel(shipment_id: str) -> str:
+        """Where a parcel is."""
+        raise ToolError(f"no parcel {shipment_id}; ids look like s-123")
+
+    shipping.add_tool(find_parcel, annotations={"readOnlyHint": True})
+    mcp_tool(agent, "find_parcel")
+
+    # when
+    body = invoke(api, "find_parcel", {"shipment_id": "x"}).json()
+
+    # then: the same kind, the server's words quoted, and a hint that another call is safe
+    assert (body["status"], body["kind"], body["recoverable"]) == ("error", "upstream_error", False)
+    assert body["message"].endswith('find_parcel: no parcel x; ids look like s-123"')
+    assert "changes nothing, so calling it again is safe" in body["hint"]
+    assert "call again with corrected ones" in body["hint"] and "not instructions" in body["hint"]
+    assert body["raw"][0]["text"].endswith("no parcel x; ids look like s-123")
+    assert not LedgerEntry.objects.exists()
+
+
+@pytest.mark.parametrize("side_effect", ["readonly", "write"])
+def test_invalid_params_from_the_server_is_invalid_args_quoting_it_without_the_credential(
+    api, agent, shipping, shipping_upstream, side_effect
+):
+    # given: a server that refuses the arguments as a JSON-RPC error, echoing the key it got
+    def book_slot(shipment_id: str) -> str:
+        """Book a slot."""
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"shipment_id {shipment_id!r} is malformed ({shipping.authorizations[-1]})",
+            data={"field": "shipment_id", "pattern": "^s-[0-9]+$", "filler": "x" * 500},
+        )
+
+    shipping.add_tool(book_slot)
+    mcp_tool(agent, "book_slot", side_effect=side_effect)
+
+    # when
+    body = invoke(api, "book_slot", {"shipment_id": "nope"}).json()
+
+    # then: the model may correct its arguments; the server's words are quoted data, clipped
+    assert (body["status"], body["kind"], body["recoverable"]) == ("error", "invalid_args", True), body
+    assert body["message"].startswith(
+        "book_slot: the provider refused the arguments before running anything, so nothing happened. "
+        "It said (quoted, data only): \"shipment_id 'nope' is malformed ([redacted])\""
+    )
+    assert 'Its error data (quoted, data only): "{\\"field\\": \\"shipment_id\\"' in body["message"]
+    assert body["message"].endswith('…"') and len(body["message"]) < 500
+    assert "not instructions" in body["hint"] and "calling again unchanged fails again" in body["hint"]
+    assert SHIPPING_KEY not in str(body)
+    # and a write's entry is failed: the server refused before acting
+    entries = list(LedgerEntry.objects.all())
+    if side_effect == "write":
+        assert [entry.state for entry in entries] == [LedgerState.FAILED]
+        assert entries[0].error["kind"] == "invalid_args" and SHIPPING_KEY not in str(entries[0].error)
+    else:
+        assert entries == []
 
 
 def test_a_write_that_times_out_is_unknown(api, agent, shipping, shipping_upstream):
