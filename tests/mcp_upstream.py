@@ -14,6 +14,7 @@ what it booked before dying.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import signal
@@ -55,6 +56,9 @@ class McpUpstream:
     # What each idempotency key booked.
     booked: dict[str, Pickup] = field(default_factory=dict)
     pickup_delay_s: float = 0.0
+    # How many of the next `tools/call` requests get an event stream that ends without an
+    # answer, the tool not run: a connection that dropped mid-answer, as the client sees it.
+    cut_calls: int = 0
     # Seconds a booking waits after it is recorded, before answering: time to kill the process.
     answer_delay_s: float = 0.0
     state_file: Path | None = None
@@ -195,9 +199,42 @@ def _app(upstream: McpUpstream) -> Any:
             # Only `initialize` is sent before the server has named a session.
             if b"mcp-session-id" not in headers:
                 upstream.initializes += 1
+            if upstream.cut_calls:
+                body = await _body(receive)
+                if b'"tools/call"' in body:
+                    upstream.cut_calls -= 1
+                    await send({"type": "http.response.start", "status": 200,
+                                "headers": [(b"content-type", b"text/event-stream")]})
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+                receive = _replay(body)
         await app(scope, receive, send)
 
     return counting
+
+
+async def _body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def _replay(body: bytes) -> Any:
+    """An ASGI `receive` that gives `body` once, then waits as the real one would."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    return receive
 
 
 def _config(upstream: McpUpstream, port: int) -> uvicorn.Config:

@@ -34,7 +34,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpcore
-import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -210,16 +209,18 @@ def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
 
 
 def _call(
-    key: SessionKey, tool: str, arguments: dict[str, Any], progress: Progress
+    key: SessionKey, tool: str, arguments: dict[str, Any], progress: Progress, *, readonly: bool
 ) -> Coroutine[Any, Any, CallToolResult]:
-    return on_session(key, lambda session: call_on(session, tool, arguments), progress)
+    return on_session(key, lambda session: call_on(session, tool, arguments), progress, readonly=readonly)
 
 
 def run_mcp(request: ExecutionRequest) -> Any:
     endpoint = _endpoint_of(_upstream(request))
     key = _reachable(request, endpoint)
     progress = Progress()
-    coroutine = _call(key, str(request.config["tool"]), _call_arguments(request), progress)
+    coroutine = _call(
+        key, str(request.config["tool"]), _call_arguments(request), progress, readonly=request.readonly
+    )
     try:
         result = LOOP.submit(coroutine, timeout_s=request.timeout_s)
     except FutureTimeout:
@@ -231,6 +232,9 @@ def run_mcp(request: ExecutionRequest) -> Any:
             f"no answer from {request.tool_name}'s provider within {request.timeout_s} s"
         ) from None
     except MCPError as exc:
+        if progress.refused:
+            # The SDK answers a request whose connection was refused as "Connection closed".
+            raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider") from None
         if exc.error.code == INVALID_PARAMS:
             raise _invalid_params(request, exc, endpoint) from None
         if exc.error.code not in REFUSAL_CODES:
@@ -254,7 +258,7 @@ def run_mcp(request: ExecutionRequest) -> Any:
     except SessionLost as exc:
         if isinstance(exc.cause, EgressRefused):
             raise _unavailable(request, exc.cause.reason) from None
-        if isinstance(exc.cause, httpx2.ConnectError):
+        if progress.refused:
             raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider") from None
         raise ExecutionAmbiguous(f"the session broke after sending: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - whatever failed opening the session, nothing was sent
@@ -342,7 +346,10 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
             found=None, retry=False, note=f"upstream {upstream.name} names no status tool to ask"
         )
     asked = f"the status tool {upstream.status_tool} of {upstream.name}"
-    coroutine = _call(key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, Progress())
+    # A status tool only reads: asking again on a new session changes nothing.
+    coroutine = _call(
+        key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, Progress(), readonly=True
+    )
     try:
         result = LOOP.submit(coroutine, timeout_s=request.timeout_s)
     except FutureTimeout:

@@ -20,6 +20,8 @@ tool's timeout. The cache is read and written only on the loop's thread, so need
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -34,12 +36,15 @@ from django.conf import settings
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult
+from mcp_types import CONNECTION_CLOSED, CallToolResult
+
+from apps.common.egress import EgressRefused
 
 from ..base import AnswerTooLarge
 from ..egress import AsyncEgressTransport
 
 T = TypeVar("T")
+logger = logging.getLogger("toolhub.egress")
 # The SDK's defaults: a session's GET stream may stay quiet for minutes.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 SESSION_ID_HEADER = "mcp-session-id"
@@ -147,7 +152,7 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
         if response.status_code == 404 and SESSION_ID_HEADER in response.request.headers:
             expired.set()
 
-    transport = AsyncEgressTransport()
+    transport = _Transport()
 
     async def hold() -> None:
         session: Session | None = None
@@ -223,7 +228,10 @@ def _cached(key: SessionKey) -> _Cached:
     arriving while it opens share the one handshake)."""
     cached = _SESSIONS.get(key)
     if cached is None or cached.broken:
-        opening = asyncio.get_running_loop().create_task(_open(key.url, dict(key.headers)))
+        # In a context of its own: its handshake and stream belong to no one call.
+        opening = asyncio.get_running_loop().create_task(
+            _open(key.url, dict(key.headers)), context=contextvars.Context()
+        )
         cached = _SESSIONS[key] = _Cached(opening)
     _SESSIONS.move_to_end(key)
     if not _SWEEPER or _SWEEPER[0].done():
@@ -252,26 +260,68 @@ async def _held(key: SessionKey) -> AsyncIterator[Session]:
 
 @dataclass
 class Progress:
+    """How far one call got: `sent` once it was handed to an open session; `refused` when its
+    request's connection was refused, so the server read none of it."""
+
     sent: bool = False
+    refused: bool = False
+
+
+# The call whose request the session's client is sending: the SDK sends each request from a
+# task that runs in the caller's context, so the transport can tell that call what happened.
+_CALLING: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("mcp_calling", default=None)
+
+
+class _Transport(AsyncEgressTransport):
+    """The session's transport, which marks the call whose request could not connect."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await super().handle_async_request(request)
+        except (httpx2.ConnectError, httpx2.ConnectTimeout):
+            if request.method == "POST" and (progress := _CALLING.get()) is not None:
+                progress.refused = True
+            raise
 
 
 async def on_session(
-    key: SessionKey, request: Callable[[Session], Awaitable[T]], progress: Progress
+    key: SessionKey, request: Callable[[Session], Awaitable[T]], progress: Progress, *, readonly: bool = False
 ) -> T:
-    """`request`'s answer on the cached session; once more on a new session when the server
-    no longer knew the cached one (it ran nothing, so sending again is safe)."""
+    """`request`'s answer on the cached session; once more on a new session when nothing of it
+    can have been applied: the server no longer knew the cached session (HTTP 404 on its id: a
+    restart, or an expiry; it ran nothing), the connection of its request was refused (the
+    server read none of it), or the call is readonly and its session broke or its answer broke
+    off (sending a read again changes nothing). A write whose request may have reached the
+    server is never sent again."""
+    _CALLING.set(progress)
     async with _held(key) as session:
         progress.sent = True
         try:
             return await _answered(session, request)
-        except MCPError:
-            if not session.expired.is_set():
+        except MCPError as exc:
+            if session.expired.is_set():
+                retry = "the server no longer knew the session"
+            elif progress.refused:
+                retry = "the connection was refused"
+            elif readonly and exc.error.code == CONNECTION_CLOSED:
+                retry = "a read's answer broke off"
+            else:
                 raise
+        except SessionLost as exc:
+            if isinstance(exc.cause, EgressRefused) or not (readonly or progress.refused):
+                raise
+            retry = f"the session broke ({exc})"
         session.stop.set()
-    progress.sent = False
+    logger.info("MCP session with %s made again, and the call sent once more: %s", _host(key.url), retry)
+    progress.sent = progress.refused = False
     async with _held(key) as session:
         progress.sent = True
         return await _answered(session, request)
+
+
+def _host(url: str) -> str:
+    """The URL without its query: an upstream's credential may travel in it."""
+    return url.split("?", 1)[0]
 
 
 async def _answered(session: Session, request: Callable[[Session], Awaitable[T]]) -> T:

@@ -271,3 +271,78 @@ def test_a_session_broken_by_a_restart_is_made_again(api, agent):
     assert before["status"] == "ok"
     assert after["status"] == "ok", after
     assert restarted.initializes == 1
+
+
+def test_a_write_after_the_server_restarted_is_sent_again_once_on_a_new_session(api, agent):
+    # given: a session with the server, which then restarts on the same port (its sessions lost)
+    port = free_port()
+    with mcp_upstream(port) as first:
+        UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=first.url)
+        mcp_tool(agent, "schedule_pickup", side_effect="write", idempotency_argument="idempotency_key")
+        before = invoke(api, "schedule_pickup", {"shipment_id": "s-1"}).json()
+
+    with mcp_upstream(port) as restarted:
+        # when: the next write goes out on the cached session, which the server answers 404
+        after = invoke(api, "schedule_pickup", {"shipment_id": "s-2"}, task_id="t-2").json()
+
+    # then: it ran nothing of that request, so the write went again, on a new session, once
+    assert before["status"] == "ok" and first.pickups == ["s-1"]
+    assert after["status"] == "ok", after
+    assert after["data"] == {"pickup_id": "pu-1", "shipment_id": "s-2"}
+    assert restarted.initializes == 1 and restarted.pickups == ["s-2"]
+    states = LedgerEntry.objects.order_by("created_at").values_list("state", flat=True)
+    assert list(states) == [LedgerState.COMMITTED, LedgerState.COMMITTED]
+
+
+def test_a_read_whose_answer_broke_off_is_sent_once_more_on_a_new_session(
+    api, agent, shipping, shipping_upstream
+):
+    # given: a session, then a call whose answer stream ends without an answer
+    mcp_tool(agent, "track_shipment")
+    assert invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()["status"] == "ok"
+    shipping.cut_calls = 1
+
+    # when
+    body = invoke(api, "track_shipment", {"shipment_id": "s-2"}, task_id="t-2").json()
+
+    # then: a read changes nothing, so it went again, on a new session, and answered
+    assert body["status"] == "ok", body
+    assert body["data"] == {"shipment_id": "s-2", "status": "in transit"}
+    assert shipping.initializes == 2 and shipping.cut_calls == 0
+
+
+def test_a_write_whose_answer_broke_off_is_not_sent_again_and_is_unknown(
+    api, agent, shipping, shipping_upstream
+):
+    # given: a session, then a write whose answer stream ends without an answer
+    mcp_tool(agent, "schedule_pickup", side_effect="write")
+    assert invoke(api, "schedule_pickup", {"shipment_id": "s-1"}).json()["status"] == "ok"
+    shipping.cut_calls = 1
+
+    # when
+    body = invoke(api, "schedule_pickup", {"shipment_id": "s-2"}, task_id="t-2").json()
+
+    # then: the request reached the server, so the write may have happened: never sent twice
+    assert (body["status"], body["kind"], body["recoverable"]) == ("error", "upstream_error", False), body
+    assert "execution_id" in body and "poll" in body
+    assert shipping.pickups == ["s-1"] and shipping.initializes == 1
+    states = LedgerEntry.objects.order_by("created_at").values_list("state", flat=True)
+    assert list(states) == [LedgerState.COMMITTED, LedgerState.UNKNOWN]
+
+
+def test_a_write_to_a_server_gone_since_its_session_was_made_fails_with_nothing_sent(api, agent):
+    # given: a session with the server, which then stops
+    port = free_port()
+    with mcp_upstream(port) as gone:
+        UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=gone.url)
+        mcp_tool(agent, "schedule_pickup", side_effect="write")
+        assert invoke(api, "schedule_pickup", {"shipment_id": "s-1"}).json()["status"] == "ok"
+
+    # when: the connection is refused, on the cached session and on a new one
+    body = invoke(api, "schedule_pickup", {"shipment_id": "s-2"}, task_id="t-2").json()
+
+    # then
+    assert body["status"] == "error" and "nothing was sent" in body["message"], body
+    assert gone.pickups == ["s-1"]
+    states = LedgerEntry.objects.order_by("created_at").values_list("state", flat=True)
+    assert list(states) == [LedgerState.COMMITTED, LedgerState.FAILED]
