@@ -79,6 +79,15 @@ def post_fork(server: Any, worker: Any) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
+def post_worker_init(worker: Any) -> None:
+    """Once the worker has loaded Django, open the sessions of the MCP upstreams that granted
+    tools call, on a thread of its own (TOOLHUB_MCP_WARM_S): the first call needs no handshake,
+    and the worker serves at once. After the fork: the sessions' event loop is the worker's."""
+    from apps.gateway.outbound import mcp_sessions_warm_soon
+
+    mcp_sessions_warm_soon()
+
+
 def child_exit(server: Any, worker: Any) -> None:
     """A dead worker's live gauges must stop counting (its counters are kept)."""
     from prometheus_client import multiprocess

@@ -4,7 +4,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import setup_logging, task_postrun, task_prerun
+from celery.signals import setup_logging, task_postrun, task_prerun, worker_process_init
 
 from apps.common.request_context import bind_task_id
 from apps.common.tasks import TaskName
@@ -48,3 +48,13 @@ def _bind_task_id(task_id: str | None = None, **kwargs: Any) -> None:
 @task_postrun.connect
 def _unbind_task_id(**kwargs: Any) -> None:
     bind_task_id(None)
+
+
+# Each worker process, once forked, opens the sessions of the MCP upstreams that granted tools
+# call, on a thread of its own (TOOLHUB_MCP_WARM_S): its first call needs no handshake. Sent
+# only to a worker's pool processes: never in beat, `manage.py` commands or eager tests.
+@worker_process_init.connect
+def _warm_mcp_sessions(**kwargs: Any) -> None:
+    from apps.gateway.outbound import mcp_sessions_warm_soon
+
+    mcp_sessions_warm_soon()

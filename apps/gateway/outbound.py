@@ -9,14 +9,21 @@ shape freely.
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+
 import httpx
+from django.conf import settings
+from django.db import DatabaseError, connections
 
 from apps.common.egress import EgressRefused
 
 from .executors.answer_limit import ResponseTooLarge
 from .executors.egress import EgressTransport
 from .executors.http.executor import shared_client
-from .executors.mcp.executor import ListingFailed, list_mcp_tools
+from .executors.mcp.executor import ListingFailed, list_mcp_tools, warm_mcp_sessions
+from .selectors import mcp_uses
 
 __all__ = [
     "FetchFailed",
@@ -28,9 +35,12 @@ __all__ = [
     "fetch_document",
     "http_client",
     "list_mcp_tools",
+    "mcp_sessions_warm",
+    "mcp_sessions_warm_soon",
 ]
 
 USER_AGENT = "ToolHub/1"
+logger = logging.getLogger("toolhub.egress")
 
 
 class FetchFailed(Exception):
@@ -99,3 +109,41 @@ def http_client() -> httpx.Client:
     request must pass a timeout."""
     return shared_client()
 
+
+
+def mcp_sessions_warm() -> None:
+    """Open the sessions of the MCP upstreams that published, granted tools call (per calling
+    tenant), for at most TOOLHUB_MCP_WARM_S, so that the first call of each needs no handshake.
+    Reads grants, versions and upstreams; logs what it opened and what it could not. Never
+    raises: an upstream down, or the database, leaves the first call to open its session."""
+    timeout_s = settings.TOOLHUB_MCP_WARM_S
+    if timeout_s <= 0:
+        return
+    started = time.monotonic()
+    try:
+        warmed = warm_mcp_sessions(mcp_uses(limit=settings.TOOLHUB_MCP_MAX_SESSIONS), timeout_s=timeout_s)
+    except DatabaseError as exc:
+        logger.warning("MCP sessions not opened at start: the database failed (%s)", type(exc).__name__)
+        return
+    took_ms = round((time.monotonic() - started) * 1000)
+    if warmed.failed:
+        logger.warning(
+            "MCP sessions opened at start: %d, %d skipped, %d not opened (%s) in %d ms",
+            warmed.opened, warmed.skipped, len(warmed.failed), "; ".join(warmed.failed), took_ms,
+        )
+    else:
+        logger.info("MCP sessions opened at start: %d, %d skipped, in %d ms", warmed.opened, warmed.skipped,
+                    took_ms)
+
+
+def mcp_sessions_warm_soon() -> None:
+    """mcp_sessions_warm on a daemon thread: a serving process (a gunicorn worker once its
+    application is loaded, a Celery worker process once forked) starts without waiting."""
+
+    def run() -> None:
+        try:
+            mcp_sessions_warm()
+        finally:
+            connections.close_all()
+
+    threading.Thread(target=run, name="toolhub-mcp-warm", daemon=True).start()

@@ -18,6 +18,7 @@ from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.models import Grant, TenantPolicy
 
 from .contracts import REQUEST_CAPABILITY, AgentCatalog, PolicySpec, VersionSpec
+from .executors.mcp.executor import McpUse
 from .pipeline.tool_lookup import check_toolset
 from .pipeline.tool_lookup import resolve_tool as resolve_tool  # the dry-run console resolves names too
 from .request_capability import REQUEST_CAPABILITY_SPEC
@@ -140,3 +141,18 @@ def visible_tools(
     catalog = agent_catalog(tenant_id=tenant_id, agent_id=agent_id)
     check_toolset(catalog, toolset, phase)
     return catalog.visible(toolset, phase)
+
+
+def mcp_uses(*, limit: int) -> list[McpUse]:
+    """The MCP upstreams that published versions of granted tools call, once per calling
+    tenant (at most `limit`): the sessions a process opens before its first call needs them.
+    A shared tool calls the platform's upstream of that name; a tenant's tool, the tenant's."""
+    rows = (
+        Grant.objects.filter(tool__versions__status=VersionStatus.PUBLISHED, tool__versions__executor="mcp")
+        .order_by("tenant_id", "tool__tenant_id")
+        .values_list("tenant_id", "tool__tenant_id", "tool__versions__executor_config__upstream")
+        .distinct()
+    )
+    return [
+        McpUse(tenant_id=tenant, owner_id=owner, upstream=str(name)) for tenant, owner, name in rows[:limit]
+    ]

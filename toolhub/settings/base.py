@@ -259,6 +259,9 @@ TOOLHUB_EGRESS_PUBLIC = env.bool("TOOLHUB_EGRESS_PUBLIC", default=True)
 # credential, and the bytes of one upstream answer read before giving up on it.
 TOOLHUB_MCP_MAX_SESSIONS = env.int("TOOLHUB_MCP_MAX_SESSIONS", default=50)
 TOOLHUB_MCP_SESSION_IDLE_S = env.float("TOOLHUB_MCP_SESSION_IDLE_S", default=300.0)
+# Seconds a web or worker process gives, once started and on a thread of its own, to open the
+# sessions of the MCP upstreams its granted tools call (0: none opened before the first call).
+TOOLHUB_MCP_WARM_S = env.float("TOOLHUB_MCP_WARM_S", default=5.0)
 TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL = env.int("TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL", default=10_000)
 TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = env.int("TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES", default=10 * 1024 * 1024)
 # `seed_demo` derives the admin password from SECRET_KEY unless this is set.

@@ -324,6 +324,24 @@ def _host(url: str) -> str:
     return url.split("?", 1)[0]
 
 
+async def opened(keys: list[SessionKey], *, timeout_s: float) -> list[BaseException | None]:
+    """Open (or keep) the session of each key, all at once, waiting at most `timeout_s`; for
+    each, None or what failed (TimeoutError: still opening, and cached once open)."""
+
+    async def one(key: SessionKey) -> None:
+        async with _held(key):
+            pass
+
+    tasks = [asyncio.ensure_future(one(key)) for key in keys]
+    done, pending = await asyncio.wait(tasks, timeout=timeout_s)
+    for task in pending:
+        task.cancel()
+    return [
+        (leaf(error) if (error := task.exception()) else None) if task in done else TimeoutError()
+        for task in tasks
+    ]
+
+
 async def _answered(session: Session, request: Callable[[Session], Awaitable[T]]) -> T:
     """`request`'s answer; AnswerTooLarge when it failed because an answer went past the byte
     limit (the SDK reports that as a parse error, or a stream that ended without an answer)."""
