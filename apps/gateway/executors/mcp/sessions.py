@@ -31,11 +31,12 @@ from typing import Any, NamedTuple, TypeVar
 
 import httpx2
 from django.conf import settings
-from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
+
+from apps.common.compat.mcp_client import negotiate_auto
 
 from ..base import AnswerTooLarge
 from ..egress import AsyncEgressTransport
