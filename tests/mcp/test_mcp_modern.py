@@ -197,25 +197,33 @@ def test_the_envelope_is_checked_on_every_request(client, key):
 
 
 @pytest.mark.django_db
-def test_without_a_connection_each_request_is_its_own_call_and_the_task_header_groups_them(
+def test_without_a_connection_one_users_requests_share_a_task_and_the_task_header_names_another(
     client, key, demo_tools, session_for
 ):
-    def cancel(order_id, **headers):
+    def cancel(order_id, user="u-1001", **headers):
         return modern(
             client,
             "tools/call",
             {"name": "cancel_order", "arguments": {"order_id": order_id, "reason": "customer_request"}},
             key=key,
             HTTP_MCP_NAME="cancel_order",
-            HTTP_X_TOOLHUB_SESSION=session_for("u-1001"),
+            HTTP_X_TOOLHUB_SESSION=session_for(user),
             **headers,
         ).json()["result"]
 
-    alone = cancel("ORD-000042")
+    first = cancel("ORD-000042")
+    second = cancel("ORD-000045")
     grouped = cancel("ORD-000043", HTTP_X_TOOLHUB_TASK="ticket-77")
+    other_user = cancel("ORD-000044", user="u-2002")
 
-    assert alone["isError"] is False and grouped["isError"] is False
+    calls = [first, second, grouped, other_user]
+    assert [c["isError"] for c in calls] == [False] * 4
     entries = {entry.call_id: entry for entry in LedgerEntry.objects.all()}
-    assert set(entries) == {alone["structuredContent"]["call_id"], grouped["structuredContent"]["call_id"]}
-    assert entries[grouped["structuredContent"]["call_id"]].task_id == "ticket-77"
-    assert entries[alone["structuredContent"]["call_id"]].task_id.startswith("mcp-")
+    task_of = [entries[c["structuredContent"]["call_id"]].task_id for c in calls]
+    # each request is a call of its own; one user's requests are one task unless named
+    assert len(entries) == 4
+    assert task_of[0] == task_of[1] and task_of[0].startswith("mcp-user-")
+    assert task_of[2] == "ticket-77"
+    assert task_of[3] != task_of[0] and task_of[3].startswith("mcp-user-")
+    # the task names a digest of the session, never the token
+    assert session_for("u-1001") not in task_of[0]

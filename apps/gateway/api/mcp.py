@@ -24,8 +24,10 @@ Behaviour (Streamable HTTP, JSON response mode):
 - tools/call runs through invoke_calls; the envelope comes back as JSON text content and
   as structuredContent, with `isError: true` for error envelopes.
 - 2026-07-28 has no initialize and no session (mcp_modern.py): a request is a connection of
-  its own, its random id standing for the session's, so a conversation is one task only when
-  `X-ToolHub-Task` names it.
+  its own, its random id standing for the session's in its call ids. Its default task is the
+  end user's session (a digest of the `X-ToolHub-Session` token), so loop detection and
+  budgets still see one user's calls together across requests; `X-ToolHub-Task` names a
+  narrower one (a conversation).
 """
 
 from __future__ import annotations
@@ -153,6 +155,8 @@ class _Context:
     request: HttpRequest
     principal: AgentPrincipal
     session: McpSession
+    # The task of a call that names none in X-ToolHub-Task.
+    default_task: str
 
     @property
     def toolset(self) -> str | None:
@@ -185,7 +189,7 @@ def _tools_call(
 ) -> types.CallToolResult:
     if hazard := jsontext.text_hazard(parsed.params.name):
         raise McpError(types.INVALID_PARAMS, f"The tool name {hazard.problem}: no tool has such a name.")
-    task_id = ctx.request.headers.get(TASK_HEADER) or f"mcp-{ctx.session.nonce}"
+    task_id = ctx.request.headers.get(TASK_HEADER) or ctx.default_task
     call = ToolCall(
         call_id=f"mcp-{ctx.session.nonce}-{rpc_id}"[:200],
         name=parsed.params.name,
@@ -230,7 +234,8 @@ def _handle_modern(
         version = routed.version
         parsed = _parse(message.method, version, message.params)
         session = McpSession(agent_id=principal.agent_id, version=version, nonce=secrets.token_hex(8))
-        ctx = _Context(request=request, principal=principal, session=session)
+        default_task = mcp_modern.user_task(request.headers.get(TOOLHUB_SESSION_HEADER))
+        ctx = _Context(request=request, principal=principal, session=session, default_task=default_task)
         result: BaseModel
         if message.method == "server/discover":
             result = mcp_modern.discover_result(instructions=INSTRUCTIONS)
@@ -259,7 +264,7 @@ def _handle(request: HttpRequest, principal: AgentPrincipal, message: types.JSON
     session = _session(request, principal)
     version = _protocol_version(request, session)
     parsed = _parse(message.method, version, message.params)
-    ctx = _Context(request=request, principal=principal, session=session)
+    ctx = _Context(request=request, principal=principal, session=session, default_task=f"mcp-{session.nonce}")
     result: BaseModel
     if message.method == "ping":
         result = types.EmptyResult()

@@ -17,6 +17,8 @@ revision ToolHub does not serve is told which modern ones it does, as the SDK's 
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -106,3 +108,12 @@ def shaped(
     stamp = server_info.model_dump(mode="json", exclude_none=True)
     wire["_meta"] = {**(wire.get("_meta") or {}), types.SERVER_INFO_META_KEY: stamp}
     return wire
+
+
+def user_task(session_token: str | None) -> str:
+    """A stateless request's default task: its end user's session (a digest, never the token
+    itself), so loop detection and budgets see one user's calls together across requests;
+    the request alone when it names no end user."""
+    if not session_token:
+        return f"mcp-{secrets.token_hex(8)}"
+    return f"mcp-user-{hashlib.sha256(session_token.encode()).hexdigest()[:16]}"
