@@ -9,11 +9,11 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from apps.common.compat.mcp_client import negotiate_auto
 from apps.ledger.models import LedgerEntry
 from apps.tenancy.services import agent_key_issue
 
