@@ -22,7 +22,8 @@ from apps.common.egress import EgressRefused
 from .executors.answer_limit import ResponseTooLarge
 from .executors.egress import EgressTransport
 from .executors.http.executor import shared_client
-from .executors.mcp.executor import ListingFailed, list_mcp_tools, warm_mcp_sessions
+from .executors.mcp.executor import ListingFailed, list_mcp_tools
+from .executors.mcp.warm import warm_mcp_sessions
 from .selectors import mcp_uses
 
 __all__ = [

@@ -18,7 +18,7 @@ from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.models import Grant, TenantPolicy
 
 from .contracts import REQUEST_CAPABILITY, AgentCatalog, PolicySpec, VersionSpec
-from .executors.mcp.executor import McpUse
+from .executors.mcp.warm import McpUse
 from .pipeline.tool_lookup import check_toolset
 from .pipeline.tool_lookup import resolve_tool as resolve_tool  # the dry-run console resolves names too
 from .request_capability import REQUEST_CAPABILITY_SPEC

@@ -29,7 +29,7 @@ import json
 import logging
 from collections.abc import Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -64,7 +64,7 @@ from ..base import (
 )
 from ..egress import destination_refusal
 from ..endpoint import Endpoint
-from .sessions import LOOP, Progress, Session, SessionKey, SessionLost, call_on, leaf, on_session, opened
+from .sessions import LOOP, Progress, Session, SessionKey, SessionLost, call_on, leaf, on_session
 
 logger = logging.getLogger("toolhub.egress")
 
@@ -320,57 +320,6 @@ def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list
         raise ListingFailed(f"no session with upstream {upstream.name}: {type(leaf(exc)).__name__}") \
             from None
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
-
-
-@dataclass(frozen=True)
-class McpUse:
-    """An MCP upstream a tenant's granted tools call: `owner_id` owns the upstream row (None:
-    the platform's, for a shared tool), `tenant_id` is the calling tenant, whose session it is."""
-
-    tenant_id: int
-    owner_id: int | None
-    upstream: str
-
-
-@dataclass(frozen=True)
-class Warmed:
-    opened: int
-    skipped: int
-    failed: tuple[str, ...]
-
-
-def warm_mcp_sessions(uses: list[McpUse], *, timeout_s: float) -> Warmed:
-    """Open, all at once and for at most `timeout_s`, the sessions the calls of `uses` will
-    use, so that the first call of the process does not pay the handshake. An upstream whose
-    credential is each end user's own (no session without a user), unknown, or refused by the
-    egress policy is skipped; one that cannot be reached is named in `failed`. Never raises
-    for an upstream: its first call opens the session as it would have."""
-    keys: dict[SessionKey, str] = {}
-    skipped = 0
-    for use in uses:
-        try:
-            upstream = upstream_for_call(tenant_id=use.owner_id, name=use.upstream, subject="")
-            if upstream.kind != UpstreamKind.MCP:
-                raise UpstreamNotFound(use.upstream)
-            endpoint = _endpoint_of(upstream)
-            if destination_refusal(endpoint.base_url):
-                raise UpstreamNotFound(use.upstream)
-        except (UpstreamNotFound, SubjectCredentialMissing, httpcore.ConnectError):
-            skipped += 1
-            continue
-        keys.setdefault(_key(endpoint, use.tenant_id), use.upstream)
-    if not keys:
-        return Warmed(opened=0, skipped=skipped, failed=())
-    try:
-        results = LOOP.submit(opened(list(keys), timeout_s=timeout_s), timeout_s=timeout_s + 1)
-    except FutureTimeout:
-        results = [TimeoutError()] * len(keys)
-    late = f"no session within {timeout_s:g} s"
-    failed = tuple(
-        f"{name}: {late if isinstance(error, TimeoutError) else type(error).__name__}"
-        for name, error in zip(keys.values(), results, strict=True) if error
-    )
-    return Warmed(opened=len(keys) - len(failed), skipped=skipped, failed=failed)
 
 
 def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:

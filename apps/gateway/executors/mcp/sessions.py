@@ -15,6 +15,11 @@ The SDK client is async and its sessions live in anyio task groups, which must b
 left by one task: every session is held open by a task of its own on one background event
 loop (`Loop`), and callers submit coroutines to that loop and wait for them up to the
 tool's timeout. The cache is read and written only on the loop's thread, so needs no lock.
+
+A call is sent once more, on a new session, only when nothing of it can have been applied
+(on_session): the server no longer knew the session, its request's connection was refused
+(the session's transport marks the call, whose context the SDK sends it in), or it is a read.
+A serving process opens the sessions its granted tools use when it starts (opened, warm.py).
 """
 
 from __future__ import annotations

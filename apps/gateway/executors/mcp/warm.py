@@ -1,0 +1,70 @@
+"""Sessions opened when a serving process starts, before the first call needs them: a first
+call would otherwise pay the connection (`server/discover` or the `initialize` handshake,
+160–170 ms). The gateway's outbound.mcp_sessions_warm says which upstreams (those granted
+tools call) and when (gunicorn's post_worker_init, Celery's worker_process_init)."""
+
+from __future__ import annotations
+
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+
+import httpcore
+
+from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
+from apps.upstreams.models import UpstreamKind
+from apps.upstreams.selectors import upstream_for_call
+
+from ..egress import destination_refusal
+from .executor import _endpoint_of, _key
+from .sessions import LOOP, SessionKey, opened
+
+
+@dataclass(frozen=True)
+class McpUse:
+    """An MCP upstream a tenant's granted tools call: `owner_id` owns the upstream row (None:
+    the platform's, for a shared tool), `tenant_id` is the calling tenant, whose session it is."""
+
+    tenant_id: int
+    owner_id: int | None
+    upstream: str
+
+
+@dataclass(frozen=True)
+class Warmed:
+    opened: int
+    skipped: int
+    failed: tuple[str, ...]
+
+
+def warm_mcp_sessions(uses: list[McpUse], *, timeout_s: float) -> Warmed:
+    """Open, all at once and for at most `timeout_s`, the sessions the calls of `uses` will
+    use, so that the first call of the process does not pay the handshake. An upstream whose
+    credential is each end user's own (no session without a user), unknown, or refused by the
+    egress policy is skipped; one that cannot be reached is named in `failed`. Never raises
+    for an upstream: its first call opens the session as it would have."""
+    keys: dict[SessionKey, str] = {}
+    skipped = 0
+    for use in uses:
+        try:
+            upstream = upstream_for_call(tenant_id=use.owner_id, name=use.upstream, subject="")
+            if upstream.kind != UpstreamKind.MCP:
+                raise UpstreamNotFound(use.upstream)
+            endpoint = _endpoint_of(upstream)
+            if destination_refusal(endpoint.base_url):
+                raise UpstreamNotFound(use.upstream)
+        except (UpstreamNotFound, SubjectCredentialMissing, httpcore.ConnectError):
+            skipped += 1
+            continue
+        keys.setdefault(_key(endpoint, use.tenant_id), use.upstream)
+    if not keys:
+        return Warmed(opened=0, skipped=skipped, failed=())
+    try:
+        results = LOOP.submit(opened(list(keys), timeout_s=timeout_s), timeout_s=timeout_s + 1)
+    except FutureTimeout:
+        results = [TimeoutError()] * len(keys)
+    late = f"no session within {timeout_s:g} s"
+    failed = tuple(
+        f"{name}: {late if isinstance(error, TimeoutError) else type(error).__name__}"
+        for name, error in zip(keys.values(), results, strict=True) if error
+    )
+    return Warmed(opened=len(keys) - len(failed), skipped=skipped, failed=failed)
