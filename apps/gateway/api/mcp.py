@@ -19,8 +19,12 @@ Behaviour (Streamable HTTP, JSON response mode):
   the connection (loop detection, budgets, write idempotency) unless `X-ToolHub-Task` names
   one; each call's id is `mcp-<session>-<JSON-RPC id>`, unique within the connection.
 - `?toolset=&phase=` on the endpoint URL narrow tools/list and tools/call like the REST API.
-- tools/call runs through invoke_calls; the envelope comes back as JSON text content and
-  as structuredContent, with `isError: true` for error envelopes.
+- tools/list lists each tool's outputSchema (when its version declares one) and annotations
+  derived from its side-effect class (apps/catalog/exports.py, `mcp_annotations`).
+- tools/call runs through invoke_calls; the envelope comes back as JSON text content, with
+  `isError: true` for error envelopes. structuredContent is the envelope for a tool without
+  an outputSchema; for one with it, the result's data when it matches the schema, else
+  absent (text only, and a log line): tool_exports.mcp_structured_content.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from apps.common.request_body import BodyCut, BodyReadTimeout, body_refusal_erro
 from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import envelope_text, error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
-from apps.gateway.tool_exports import agent_tool_export
+from apps.gateway.tool_exports import agent_tool_export, mcp_structured_content
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
 
 logger = logging.getLogger("toolhub.mcp")
@@ -190,9 +194,13 @@ def _tools_call(
         options=InvokeOptions(task_id=task_id[:200], toolset=ctx.toolset, phase=ctx.phase),
         calls=[call],
     )[0]
+    structured = mcp_structured_content(
+        tenant_id=ctx.principal.tenant_id, agent_id=ctx.principal.agent_id, toolset=ctx.toolset,
+        phase=ctx.phase, envelope=envelope,
+    )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=envelope_text(envelope))],
-        structured_content=envelope,
+        structured_content=structured,
         is_error=envelope["status"] == "error",
     )
 
