@@ -11,7 +11,10 @@
   asks for one (wire.py), the body by media type (JSON preferred, a form with its encoding
   object, multipart without files, text) and the body members whose null the document
   accepts (`send_null`; every other null is left out of the request);
-- side effect from the method: GET and HEAD `readonly`, the others `write`.
+- side effect from the method: GET and HEAD `readonly`, the others `write`;
+- output schema: the first 2xx `application/json` response's schema (`$ref`s expanded, in
+  the operation's `response`), when it is an object schema (`result_schema`): MCP's
+  outputSchema describes an object, so an array or a string result declares none.
 
 A wire name that is not a safe argument name (Twilio's `DateSent<`, `ids[]`, `per-page`)
 becomes a snake_case argument that names it; a parameter named like a body member, or
@@ -241,6 +244,7 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
         side_effect=side_effect,
         executor_config=config,
         dropped=tuple(dropped),
+        output_schema=result_schema(op.get("response"), is_30=is_30),
     )
 
 
