@@ -1,6 +1,7 @@
 """A real MCP server on loopback for the `mcp` executor's tests, built with the official SDK
-(MCPServer over Streamable HTTP, served by uvicorn). It counts `initialize` handshakes and
-records the credential each request carried, and a test may change what it lists (a tool's
+(MCPServer over Streamable HTTP, served by uvicorn). It counts connections made (a
+`server/discover` on 2026-07-28, an `initialize` handshake before) and records the credential
+each request carried, and a test may change what it lists (a tool's
 description, schema or annotations; a tool removed or added), as a server pulling the rug
 would.
 
@@ -32,6 +33,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.responses import Response
 
 
 class Shipment(TypedDict):
@@ -49,6 +52,8 @@ class McpUpstream:
     url: str
     initializes: int = 0
     authorizations: list[str] = field(default_factory=list)
+    # The MCP-Protocol-Version header of each request ("" for none: an initialize).
+    versions: list[str] = field(default_factory=list)
     pickups: list[str] = field(default_factory=list)
     # Shipments of the bookings asked for, recorded as each call arrives.
     asked: list[str] = field(default_factory=list)
@@ -58,6 +63,9 @@ class McpUpstream:
     # Seconds a booking waits after it is recorded, before answering: time to kill the process.
     answer_delay_s: float = 0.0
     state_file: Path | None = None
+    # A server of before 2026-07-28: the handshake revisions only, as a server built on an older
+    # SDK answers (no session id, so a bare 400) to a request on the 2026 wire.
+    handshake_only: bool = False
     server: MCPServer | None = None
     # The function and annotations behind each listed tool, so a test can list it differently.
     functions: dict[str, Callable[..., Any]] = field(default_factory=dict)
@@ -192,8 +200,15 @@ def _app(upstream: McpUpstream) -> Any:
         if scope["type"] == "http" and scope["method"] == "POST":
             headers = dict(scope["headers"])
             upstream.authorizations.append(headers.get(b"authorization", b"").decode())
-            # Only `initialize` is sent before the server has named a session.
-            if b"mcp-session-id" not in headers:
+            version = headers.get(b"mcp-protocol-version", b"").decode()
+            upstream.versions.append(version)
+            if upstream.handshake_only and version and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                await Response("Bad Request: Missing session ID", status_code=400)(scope, receive, send)
+                return
+            # A client connects with server/discover (2026-07-28, named in the Mcp-Method
+            # header) or with initialize, the one request sent before the server names a session.
+            method = headers.get(b"mcp-method")
+            if method == b"server/discover" or (method is None and b"mcp-session-id" not in headers):
                 upstream.initializes += 1
         await app(scope, receive, send)
 
@@ -208,9 +223,9 @@ def _config(upstream: McpUpstream, port: int) -> uvicorn.Config:
 
 
 @contextmanager
-def mcp_upstream(port: int | None = None) -> Iterator[McpUpstream]:
+def mcp_upstream(port: int | None = None, *, handshake_only: bool = False) -> Iterator[McpUpstream]:
     """The server on a thread of this process."""
-    upstream = McpUpstream(url="")
+    upstream = McpUpstream(url="", handshake_only=handshake_only)
     server = uvicorn.Server(_config(upstream, port or free_port()))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

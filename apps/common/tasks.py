@@ -12,69 +12,35 @@ forget one:
 - `reject_on_worker_lost` where a task says so; otherwise the setting's
   (`CELERY_TASK_REJECT_ON_WORKER_LOST`) applies.
 - Two metrics per task (`toolhub_task_runs_total{task, outcome}`,
-  `toolhub_task_seconds{task}`), kept by the process that ran the task: a Celery worker's
-  pool process, or the web process for a task run eagerly (`.apply()`). The web's
-  `/metrics` adds up gunicorn's workers only, so the values a Celery worker keeps do not
-  reach it (docs/operations.md, "Task metrics").
+  `toolhub_task_seconds{task}`), counted in the shared cache so that a run on any worker of
+  any host reaches `/metrics` (task_metrics.py; docs/operations.md, "Task metrics").
 
 Names are wire identifiers: the broker routes a message by the name it was sent under and
 beat schedules jobs by name, so a renamed task would leave the messages already queued under
 the old name unrunnable, and a worker not yet upgraded could not run the new one. So names
 never change, even when a task moves (the ledger's beat jobs run in the gateway and keep
-`ledger.*`; the drift checks run in imports and keep `upstreams.*`), and `TaskName` is the
-one table of them: a task is declared with a member of it, and beat (toolhub/celery.py)
+`ledger.*`; the drift checks run in imports and keep `upstreams.*`), and `TaskName`
+(task_names.py) is the one table of them: a task is declared with a member of it, and beat (toolhub/celery.py)
 names its jobs with members of it. Adding a task is adding a row; a row is never renamed
 (to retire a name, keep its row until no message of it can be queued).
 """
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
 from celery import Task, shared_task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
-from prometheus_client import Counter, Histogram
+
+from .task_metrics import FAILED, OK, RETRIED, TIMED_OUT, task_run_recorded
+from .task_names import TaskName
+
+__all__ = ["TaskName", "ToolHubTask", "soft_limit_for", "toolhub_task"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-class TaskName(enum.StrEnum):
-    """Every ToolHub task's name: the wire identifier the broker and beat use (never renamed)."""
-
-    AUDIT_CREATE_PARTITIONS = "audit.create_partitions"
-    AUDIT_APPLY_RETENTION = "audit.apply_retention"
-    DASHBOARDS_ROLLUP_INVOCATIONS = "dashboards.rollup_invocations"
-    GATEWAY_EXECUTE_ENTRY = "gateway.execute_entry"
-    IMPORTS_OPENAPI_IMPORT = "imports.openapi_import"
-    # Run by the gateway (only it may run executors); named for what they act on.
-    LEDGER_SWEEP = "ledger.sweep"
-    LEDGER_RECONCILE_DUE = "ledger.reconcile_due"
-    LEDGER_RECONCILE_ENTRY = "ledger.reconcile_entry"
-    # Run by imports (the drift checks); named for what they act on.
-    UPSTREAMS_SYNC_DUE = "upstreams.sync_due"
-    UPSTREAMS_SYNC = "upstreams.sync"
-
-
-OK, FAILED, TIMED_OUT, RETRIED = "ok", "failed", "timed_out", "retried"
-
-TASK_RUNS = Counter(
-    "toolhub_task_runs",
-    "Celery task runs that ended, by task name and outcome: ok, failed (raised), timed_out "
-    "(soft time limit), retried. A run killed at its hard limit or with its worker is not "
-    "counted (the worker logs it).",
-    ["task", "outcome"],
-)
-TASK_SECONDS = Histogram(
-    "toolhub_task_seconds",
-    "Duration of Celery task runs that ended, whatever their outcome, by task name.",
-    ["task"],
-    # From an idle beat job to the rollup's half hour.
-    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 900, 1800),
-)
 
 
 class ToolHubTask(Task):
@@ -100,8 +66,7 @@ class ToolHubTask(Task):
             outcome = OK
             return result
         finally:
-            TASK_RUNS.labels(task=self.name, outcome=outcome).inc()
-            TASK_SECONDS.labels(task=self.name).observe(time.perf_counter() - started)
+            task_run_recorded(task=self.name, outcome=outcome, seconds=time.perf_counter() - started)
 
 
 def soft_limit_for(time_limit: int) -> int:

@@ -18,6 +18,7 @@ from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ToolHubError
 from apps.gateway.contracts import REQUEST_CAPABILITY
 from apps.gateway.pipeline.output import structured_result
+from apps.tenancy.authentication import AgentPrincipal
 
 from .selectors import visible_tools
 
@@ -52,9 +53,10 @@ def agent_tool_export(
 
 
 def mcp_structured_content(
-    *, tenant_id: int, agent_id: int, toolset: str | None, phase: str | None, envelope: dict[str, Any]
+    envelope: dict[str, Any], principal: AgentPrincipal, toolset: str | None, phase: str | None, /
 ) -> dict[str, Any] | None:
-    """What MCP's tools/call answers as `structuredContent` for `envelope`.
+    """What MCP's tools/call answers as `structuredContent` for `envelope`, a result of a call
+    by `principal` in `toolset` and `phase`.
 
     A version without an output schema: the envelope itself, as always. A version with one
     (listed as its outputSchema): the result's data when it matches the schema
@@ -63,9 +65,9 @@ def mcp_structured_content(
     """
     name, number = envelope.get("tool"), envelope.get("version")
     try:
-        version = visible_tools(tenant_id=tenant_id, agent_id=agent_id, toolset=toolset, phase=phase).get(
-            str(name)
-        )
+        version = visible_tools(
+            tenant_id=principal.tenant_id, agent_id=principal.agent_id, toolset=toolset, phase=phase
+        ).get(str(name))
     except ToolHubError:
         version = None
     if version is None or version.number != number or not version.output_schema:

@@ -9,19 +9,27 @@ import importlib.util
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.apps import apps as django_apps
-from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
 
+from apps.common.task_metrics import TaskMetricsCollector
 from apps.common.tasks import TaskName, ToolHubTask, soft_limit_for, toolhub_task
 from apps.gateway import tasks as gateway_tasks
 from toolhub.celery import app as celery_app
 
 
+def _scraped(sample: str, labels: dict[str, str]) -> float:
+    """A sample as /metrics shows it, read by the collector it runs at scrape time."""
+    registry = CollectorRegistry()
+    registry.register(TaskMetricsCollector())
+    return registry.get_sample_value(sample, labels) or 0.0
+
+
 def _runs(name: str, outcome: str) -> float:
-    return REGISTRY.get_sample_value("toolhub_task_runs_total", {"task": name, "outcome": outcome}) or 0.0
+    return _scraped("toolhub_task_runs_total", {"task": name, "outcome": outcome})
 
 
 def _duration_count(name: str) -> float:
-    return REGISTRY.get_sample_value("toolhub_task_seconds_count", {"task": name}) or 0.0
+    return _scraped("toolhub_task_seconds_count", {"task": name})
 
 
 def _toolhub_task_modules() -> None:

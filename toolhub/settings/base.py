@@ -296,6 +296,7 @@ TOOLHUB_METRICS_COLLECTORS = [
     "apps.imports.metrics.DriftCollector",
     "apps.audit.metrics.LogRetentionCollector",
     "toolhub.metrics.CeleryQueueCollector",
+    "apps.common.task_metrics.TaskMetricsCollector",
 ]
 
 # Lint of tool definitions (apps/catalog/lint.py): a toolset above either limit is flagged.

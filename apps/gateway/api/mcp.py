@@ -1,4 +1,6 @@
-"""`/mcp`: the Model Context Protocol over Streamable HTTP: initialize, ping, tools/list, tools/call.
+"""`/mcp`: the Model Context Protocol over Streamable HTTP: initialize, ping, tools/list, tools/call
+on the handshake revisions (2024-11-05 to 2025-11-25); server/discover, tools/list, tools/call
+on the stateless revision 2026-07-28 (its envelope in `mcp_modern.py`).
 
 Why not the SDK's server transport: `mcp.server.streamable_http_manager` is a Starlette
 (ASGI) app whose session manager needs a task group running for the life of the process.
@@ -19,12 +21,13 @@ Behaviour (Streamable HTTP, JSON response mode):
   the connection (loop detection, budgets, write idempotency) unless `X-ToolHub-Task` names
   one; each call's id is `mcp-<session>-<JSON-RPC id>`, unique within the connection.
 - `?toolset=&phase=` on the endpoint URL narrow tools/list and tools/call like the REST API.
-- tools/list lists each tool's outputSchema (when its version declares one) and annotations
-  derived from its side-effect class (apps/catalog/exports.py, `mcp_annotations`).
-- tools/call runs through invoke_calls; the envelope comes back as JSON text content, with
-  `isError: true` for error envelopes. structuredContent is the envelope for a tool without
-  an outputSchema; for one with it, the result's data when it matches the schema, else
-  absent (text only, and a log line): tool_exports.mcp_structured_content.
+- tools/call runs through invoke_calls; the envelope comes back as JSON text content and as
+  structuredContent (a declared outputSchema's data instead: tool_exports), `isError` on errors.
+- 2026-07-28 has no initialize and no session (mcp_modern.py): a request is a connection of
+  its own, its random id standing for the session's in its call ids. Its default task is the
+  end user's session (a digest of the `X-ToolHub-Session` token), so loop detection and
+  budgets still see one user's calls together across requests; `X-ToolHub-Task` names a
+  narrower one (a conversation).
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ from apps.gateway.replies import envelope_text, error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.gateway.tool_exports import agent_tool_export, mcp_structured_content
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
+
+from . import mcp_modern
 
 logger = logging.getLogger("toolhub.mcp")
 
@@ -150,6 +155,8 @@ class _Context:
     request: HttpRequest
     principal: AgentPrincipal
     session: McpSession
+    # The task of a call that names none in X-ToolHub-Task.
+    default_task: str
 
     @property
     def toolset(self) -> str | None:
@@ -182,7 +189,7 @@ def _tools_call(
 ) -> types.CallToolResult:
     if hazard := jsontext.text_hazard(parsed.params.name):
         raise McpError(types.INVALID_PARAMS, f"The tool name {hazard.problem}: no tool has such a name.")
-    task_id = ctx.request.headers.get(TASK_HEADER) or f"mcp-{ctx.session.nonce}"
+    task_id = ctx.request.headers.get(TASK_HEADER) or ctx.default_task
     call = ToolCall(
         call_id=f"mcp-{ctx.session.nonce}-{rpc_id}"[:200],
         name=parsed.params.name,
@@ -194,13 +201,9 @@ def _tools_call(
         options=InvokeOptions(task_id=task_id[:200], toolset=ctx.toolset, phase=ctx.phase),
         calls=[call],
     )[0]
-    structured = mcp_structured_content(
-        tenant_id=ctx.principal.tenant_id, agent_id=ctx.principal.agent_id, toolset=ctx.toolset,
-        phase=ctx.phase, envelope=envelope,
-    )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=envelope_text(envelope))],
-        structured_content=structured,
+        structured_content=mcp_structured_content(envelope, ctx.principal, ctx.toolset, ctx.phase),
         is_error=envelope["status"] == "error",
     )
 
@@ -220,13 +223,48 @@ def _initialize(principal: AgentPrincipal, message: types.JSONRPCRequest) -> Jso
     return response
 
 
+def _handle_modern(
+    request: HttpRequest, principal: AgentPrincipal, message: types.JSONRPCRequest
+) -> JsonResponse:
+    """One 2026-07-28 request: its envelope checked, then served like a handshake session's."""
+    try:
+        routed = mcp_modern.route(message, request.headers)
+        if not isinstance(routed, mcp_modern.ModernRequest):
+            raise McpError(routed.code, routed.message, data=routed.data)
+        version = routed.version
+        parsed = _parse(message.method, version, message.params)
+        session = McpSession(agent_id=principal.agent_id, version=version, nonce=secrets.token_hex(8))
+        default_task = mcp_modern.user_task(request.headers.get(TOOLHUB_SESSION_HEADER))
+        ctx = _Context(request=request, principal=principal, session=session, default_task=default_task)
+        result: BaseModel
+        if message.method == "server/discover":
+            result = mcp_modern.discover_result(instructions=INSTRUCTIONS)
+        elif message.method == "tools/list":
+            result = _tools_list(ctx).model_copy(
+                update={"ttl_ms": mcp_modern.TOOLS_LIST_TTL_MS, "cache_scope": "private"}
+            )
+        elif message.method == "tools/call":
+            result = _tools_call(ctx, parsed, message.id)
+        else:
+            raise McpError(
+                types.METHOD_NOT_FOUND, f"Method not found: {message.method[:100]} (ToolHub serves tools)."
+            )
+    except McpError as error:
+        if error.status == 200:
+            error.status = mcp_modern.http_status(error.code)
+        raise
+    return _result(message.id, mcp_modern.shaped(message.method, version, result, server_info=SERVER_INFO))
+
+
 def _handle(request: HttpRequest, principal: AgentPrincipal, message: types.JSONRPCRequest) -> JsonResponse:
+    if mcp_modern.speaks_modern(request.headers, message.params):
+        return _handle_modern(request, principal, message)
     if message.method == "initialize":
         return _initialize(principal, message)
     session = _session(request, principal)
     version = _protocol_version(request, session)
     parsed = _parse(message.method, version, message.params)
-    ctx = _Context(request=request, principal=principal, session=session)
+    ctx = _Context(request=request, principal=principal, session=session, default_task=f"mcp-{session.nonce}")
     result: BaseModel
     if message.method == "ping":
         result = types.EmptyResult()

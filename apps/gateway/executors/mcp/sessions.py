@@ -36,6 +36,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from apps.common.compat.mcp_client import negotiate_auto
+
 from ..base import AnswerTooLarge
 from ..egress import AsyncEgressTransport
 
@@ -161,7 +163,10 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
                 streamable_http_client(url, http_client=http) as (read, write),
                 ClientSession(read, write) as client,
             ):
-                await client.initialize()
+                # The SDK client's own connect policy (what `mcp.Client` runs by default):
+                # server/discover at the newest revision, the initialize handshake with a server
+                # that does not answer it, so each upstream is spoken to on the newest it serves.
+                await negotiate_auto(client)
                 session = Session(client, expired, transport)
                 ready.set_result(session)
                 await session.stop.wait()

@@ -190,14 +190,14 @@ def test_an_http_upstream_is_not_an_mcp_server(api, agent, shipping):
 
 
 def test_a_session_broken_by_a_restart_is_made_again(api, agent):
-    # given: a session with the server, which then restarts on the same port
+    # given: a session with a server of the handshake revisions, which then restarts on the same port
     port = free_port()
-    with mcp_upstream(port) as first:
+    with mcp_upstream(port, handshake_only=True) as first:
         UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=first.url)
         mcp_tool(agent, "track_shipment")
         before = invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()
 
-    with mcp_upstream(port) as restarted:
+    with mcp_upstream(port, handshake_only=True) as restarted:
         # when
         after = invoke(api, "track_shipment", {"shipment_id": "s-2"}, task_id="t-2").json()
 

@@ -1,0 +1,21 @@
+"""Canary: the MCP SDK's connect policy keeps the shape the mcp executor calls it with
+(apps/common/compat/mcp_client.py); its behaviour on a modern and a handshake-only server is
+tested against real servers in tests/gateway/executors/mcp/test_mcp_revisions.py."""
+
+from __future__ import annotations
+
+import inspect
+
+from mcp import ClientSession
+
+from apps.common.compat.mcp_client import negotiate_auto
+
+
+def test_the_connect_policy_is_a_coroutine_taking_the_session():
+    assert inspect.iscoroutinefunction(negotiate_auto)
+    assert list(inspect.signature(negotiate_auto).parameters) == ["session"]
+
+
+def test_a_session_still_keeps_what_the_policy_settles_on():
+    # One of the two is set once the policy returns; the executor's revision depends on it.
+    assert {"discover_result", "initialize_result"} <= set(dir(ClientSession))
