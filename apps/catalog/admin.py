@@ -54,10 +54,12 @@ if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
 IMPORTED_FROM = "Imported from"
-JSON_FIELDS = ("parameters", "executor_config", "normalizers", "context_bindings", "rules", "approval")
+JSON_FIELDS = ("parameters", "executor_config", "normalizers", "context_bindings", "rules", "approval",
+               "output_schema", "annotations")
 VERSION_FIELDSETS: _FieldsetSpec = (
     (None, {"fields": ("tool", "number", "status", "published_at", "changelog")}),
-    ("What the model reads", {"fields": ("description", "parameters", "strict", "empty_meaning")}),
+    ("What the model reads", {"fields": ("description", "parameters", "strict", "empty_meaning",
+                                          "output_schema", "annotations")}),
     ("Execution", {"fields": ("side_effect", "executor", "executor_config", "mode", "timeout_s",
                               "max_chars", "approval")}),
     ("Checks before execution", {"fields": ("normalizers", "context_bindings", "rules", "loop_limit")}),
@@ -177,6 +179,8 @@ class ToolVersionAdmin(ObjectButtonsMixin, TenantScopedAdmin):
     context_bindings_json = json_display("context_bindings", "context bindings")
     rules_json = json_display("rules")
     approval_json = json_display("approval")
+    output_schema_json = json_display("output_schema", "output schema")
+    annotations_json = json_display("annotations")
     source_json = json_display("source", "source (what an importer made it from)")
 
     def _editable(self, request: HttpRequest, obj: ToolVersion | None) -> bool:

@@ -20,6 +20,7 @@ from apps.common.rule_types import RULE_TYPES
 from apps.common.schemas.normalizers import NORMALIZER_OPS
 from apps.common.schemas.patterns import schema_pattern_problems
 
+from .annotations import ANNOTATION_TYPES
 from .http_config import wire_problems
 
 BINDING_POLICIES = ("must_match", "overwrite")
@@ -174,6 +175,40 @@ def check_parameters_schema(parameters: Any) -> list[str]:
     return schema_pattern_problems(parameters)
 
 
+def check_output_schema(output_schema: Any) -> list[str]:
+    """Problems with an output schema: empty (none declared), or a valid Draft 2020-12 schema
+    of an object, as MCP's outputSchema must be, whose patterns RE2 can match."""
+    if output_schema == {}:
+        return []
+    if not isinstance(output_schema, dict):
+        return ["The output schema must be a JSON object (or empty: none declared)."]
+    try:
+        Draft202012Validator.check_schema(output_schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        return [f"Not a valid JSON Schema (Draft 2020-12) at {where}: {exc.message}"]
+    if output_schema.get("type") != "object":
+        return ['The output schema must have "type": "object" at the top (MCP\'s outputSchema describes '
+                "an object); leave it empty for a tool whose result is not one."]
+    return schema_pattern_problems(output_schema)
+
+
+def check_annotations(annotations: Any) -> list[str]:
+    """Problems with a version's MCP annotations: only MCP's keys, each of its JSON type."""
+    if not isinstance(annotations, dict):
+        return ["The annotations must be a JSON object."]
+    unknown = sorted(set(annotations) - set(ANNOTATION_TYPES))
+    wrong = sorted(
+        k for k, v in annotations.items() if k in ANNOTATION_TYPES and not isinstance(v, ANNOTATION_TYPES[k])
+    )
+    problems = []
+    if unknown:
+        problems.append(f"Unknown annotations: {', '.join(unknown)}; known: {', '.join(ANNOTATION_TYPES)}.")
+    if wrong:
+        problems.append(f"Of the wrong type (title is text, the hints true or false): {', '.join(wrong)}.")
+    return problems
+
+
 def validate_definition(
     *,
     parameters: Any,
@@ -183,11 +218,17 @@ def validate_definition(
     executor: str,
     executor_config: Any,
     approval: Any,
+    output_schema: Any = None,
+    annotations: Any = None,
 ) -> dict[str, list[str]]:
     """Every problem of a version's definition, keyed by model field; empty when sound."""
     errors: dict[str, list[str]] = {}
     if problems := check_parameters_schema(parameters):
         errors["parameters"] = problems
+    if problems := check_output_schema({} if output_schema is None else output_schema):
+        errors["output_schema"] = problems
+    if problems := check_annotations({} if annotations is None else annotations):
+        errors["annotations"] = problems
     for field, value in (
         ("normalizers", normalizers),
         ("context_bindings", context_bindings),

@@ -17,9 +17,11 @@ keeps what its vendor accepts:
   (docs.claude.com/en/docs/build-with-claude/structured-outputs#json-schema-limitations).
   Like Anthropic's own SDK (`anthropic.lib._parse._transform.transform_schema`), patterns
   move into the description too: a pattern's regex dialect is not guaranteed to compile.
-- `mcp`: MCP's `inputSchema` takes plain JSON Schema; nothing is dropped.
-- `toolhub`: ToolHub's own listing, with the version, side-effect class and the token
-  estimate of each tool.
+- `mcp`: MCP's `inputSchema` takes plain JSON Schema; nothing is dropped. The version's
+  `outputSchema` when it declares one, and `annotations` (annotations.py): the hints
+  about side effects derived from the reviewed side-effect class, whatever an import said.
+- `toolhub`: ToolHub's own listing, with the version, side-effect class, output schema (when
+  declared) and the token estimate of each tool.
 
 A constraint a format cannot carry moves into the description (e.g. "1 to 100") so the
 model can still follow it; the gateway always validates against the full stored schema.
@@ -38,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apps.common.schemas.nulls import allows_null
+
+from .annotations import mcp_annotations
 
 FORMATS = ("openai", "anthropic", "mcp", "toolhub")
 CHARS_PER_TOKEN = 4
@@ -72,6 +76,12 @@ class Exportable(Protocol):
 
     @property
     def side_effect(self) -> str: ...
+
+    @property
+    def output_schema(self) -> Mapping[str, Any]: ...
+
+    @property
+    def annotations(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -318,12 +328,16 @@ def strict_schema(schema: Mapping[str, Any], fmt: str) -> tuple[dict[str, Any], 
 # ---------------------------------------------------------------------------------------
 # Tools
 
-
 def export_tool(tool: Exportable, fmt: str) -> dict[str, Any]:
     """One tool exactly as `fmt`'s API takes it (toolhub: ToolHub's own listing)."""
     schema = model_schema(tool)
+    output_schema = _plain(tool.output_schema) if tool.output_schema else None
     if fmt == "mcp":
-        return {"name": tool.tool_name, "description": tool.description, "inputSchema": schema}
+        listed = {"name": tool.tool_name, "description": tool.description, "inputSchema": schema}
+        if output_schema is not None:
+            listed["outputSchema"] = output_schema
+        return {**listed, "annotations": mcp_annotations(side_effect=tool.side_effect,
+                                                         annotations=tool.annotations or {})}
     if fmt == "toolhub":
         listing = {
             "name": tool.tool_name,
@@ -332,6 +346,8 @@ def export_tool(tool: Exportable, fmt: str) -> dict[str, Any]:
             "parameters": schema,
             "side_effect": tool.side_effect,
         }
+        if output_schema is not None:
+            listing["output_schema"] = output_schema
         return {**listing, "token_estimate": estimate_tokens(listing)}
     parameters, root_phrases = strict_schema(schema, fmt)
     description = _with_phrases(tool.description, root_phrases) or ""

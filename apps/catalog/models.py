@@ -128,6 +128,7 @@ class ToolVersion(TimeStampedModel):
         "tool_id", "number", "description", "parameters", "strict", "side_effect",
         "executor", "executor_config", "timeout_s", "max_chars", "mode", "normalizers",
         "context_bindings", "rules", "empty_meaning", "loop_limit", "approval", "source",
+        "output_schema", "annotations",
     )
 
     tool = models.ForeignKey(Tool, on_delete=models.PROTECT, related_name="versions")
@@ -140,6 +141,18 @@ class ToolVersion(TimeStampedModel):
     )
     parameters = models.JSONField(
         default=dict, help_text="JSON Schema (Draft 2020-12) of the arguments."
+    )
+    output_schema = models.JSONField(
+        default=dict, blank=True,
+        help_text="JSON Schema (Draft 2020-12, an object schema) of the result's data, listed to MCP "
+        "clients as outputSchema; a result that matches it is also answered as structuredContent. "
+        "Empty: none declared.",
+    )
+    annotations = models.JSONField(
+        default=dict, blank=True,
+        help_text="MCP tool annotations an import brought (readOnlyHint, destructiveHint, idempotentHint, "
+        "openWorldHint, title). Listed to MCP clients, except that the hints about side effects always "
+        "follow side_effect.",
     )
     strict = models.BooleanField(
         default=True, help_text="Every property required and no extra properties."
@@ -205,6 +218,8 @@ class ToolVersion(TimeStampedModel):
             executor=self.executor,
             executor_config=self.executor_config,
             approval=self.approval,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
         )
         if self.tool_id is not None and (
             problems := platform_settings_problems(

@@ -78,6 +78,8 @@ def lint_definition(version: ToolVersion) -> ToolDefinition:
         normalizers=version.normalizers,
         platform_owned=version.tool.tenant_id is None,
         source=version.source or {},
+        output_schema=version.output_schema or {},
+        annotations=version.annotations or {},
     )
 
 

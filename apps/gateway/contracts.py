@@ -89,6 +89,11 @@ class VersionSpec:
     revision: str = ""
     # The tool is in the shared catalog (no tenant): only then may it use platform secrets.
     platform_owned: bool = False
+    # JSON Schema of the result's data ({}: none declared): MCP's outputSchema, and what a
+    # result must match to be answered as structuredContent.
+    output_schema: Mapping[str, Any] = field(default_factory=dict)
+    # MCP annotations an import brought (the side-effect hints are derived, not taken from here).
+    annotations: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_model(cls, version: ToolVersion) -> VersionSpec:
@@ -115,6 +120,8 @@ class VersionSpec:
             loop_limit=version.loop_limit,
             revision=f"{version.pk}:{version.updated_at.isoformat() if version.updated_at else ''}",
             platform_owned=version.tool.tenant_id is None,
+            output_schema=_frozen(version.output_schema),
+            annotations=_frozen(version.annotations),
         )
 
     @property

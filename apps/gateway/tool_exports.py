@@ -1,4 +1,5 @@
-"""The tools one agent may call now, exported for its model: GET /api/v1/tools and MCP tools/list.
+"""The tools one agent may call now, exported for its model: GET /api/v1/tools and MCP tools/list
+(and what MCP's tools/call answers as structured content, checked against the listed outputSchema).
 
 Built from the agent's catalog (latest published or pinned versions, toolset and phase)
 and kept per process for each (agent, catalog generation, format, toolset, phase): the
@@ -8,13 +9,20 @@ stale export is never served and nothing has to be invalidated by hand.
 
 from __future__ import annotations
 
+import logging
 import threading
+from typing import Any
 
 from apps.catalog.exports import ToolExport, export_tools
 from apps.common.catalog_generation import catalog_generation
+from apps.common.errors import ToolHubError
 from apps.gateway.contracts import REQUEST_CAPABILITY
+from apps.gateway.pipeline.output import structured_result
+from apps.tenancy.authentication import AgentPrincipal
 
 from .selectors import visible_tools
+
+logger = logging.getLogger("toolhub.mcp")
 
 _MEMO: dict[tuple[int, int, int, str, str, str], ToolExport] = {}
 _MEMO_LOCK = threading.Lock()
@@ -42,3 +50,33 @@ def agent_tool_export(
             _MEMO.pop(stale, None)
         _MEMO[key] = export
     return export
+
+
+def mcp_structured_content(
+    envelope: dict[str, Any], principal: AgentPrincipal, toolset: str | None, phase: str | None, /
+) -> dict[str, Any] | None:
+    """What MCP's tools/call answers as `structuredContent` for `envelope`, a result of a call
+    by `principal` in `toolset` and `phase`.
+
+    A version without an output schema: the envelope itself, as always. A version with one
+    (listed as its outputSchema): the result's data when it matches the schema
+    (pipeline/output.py), else nothing: the answer is the text content only, and the log
+    says why, so a client is never handed an object that breaks the schema it was promised.
+    """
+    name, number = envelope.get("tool"), envelope.get("version")
+    try:
+        version = visible_tools(
+            tenant_id=principal.tenant_id, agent_id=principal.agent_id, toolset=toolset, phase=phase
+        ).get(str(name))
+    except ToolHubError:
+        version = None
+    if version is None or version.number != number or not version.output_schema:
+        # Not a result of a version this agent sees now (an error before lookup, a catalog
+        # changed since): the envelope, unless that version may have promised a schema.
+        return envelope if version is None or not version.output_schema else None
+    structured = structured_result(version, envelope)
+    if structured.content is None and envelope.get("status") in ("ok", "empty"):
+        logger.warning(
+            "structured content of %s v%s left out: %s", version.tool_name, version.number, structured.problem
+        )
+    return structured.content

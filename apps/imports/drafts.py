@@ -11,7 +11,10 @@
   asks for one (wire.py), the body by media type (JSON preferred, a form with its encoding
   object, multipart without files, text) and the body members whose null the document
   accepts (`send_null`; every other null is left out of the request);
-- side effect from the method: GET and HEAD `readonly`, the others `write`.
+- side effect from the method: GET and HEAD `readonly`, the others `write`;
+- output schema: the first 2xx `application/json` response's schema (`$ref`s expanded, in
+  the operation's `response`), when it is an object schema (`result_schema`): MCP's
+  outputSchema describes an object, so an array or a string result declares none.
 
 A wire name that is not a safe argument name (Twilio's `DateSent<`, `ids[]`, `per-page`)
 becomes a snake_case argument that names it; a parameter named like a body member, or
@@ -30,10 +33,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from apps.catalog.definitions import RESERVED_HEADERS, path_problems
+from apps.catalog.definitions import RESERVED_HEADERS, check_output_schema, path_problems
 from apps.catalog.http_config import CREDENTIAL_COOKIE
 
 from . import wire
@@ -52,7 +55,9 @@ MAPPING_KEYS = ("upstream", "method", "path", "query", "headers", "cookies", "se
                 "body_media_type", "body_encoding", "send_null", "idempotency_header", "tool",
                 "idempotency_argument")
 # The draft fields an import fills, compared on re-import.
-IMPORTED_FIELDS = ("description", "parameters", "side_effect", "executor_config")
+IMPORTED_FIELDS = (
+    "description", "parameters", "side_effect", "executor_config", "output_schema", "annotations",
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class Draft:
     # What the request leaves out, `{"what", "reason"}` each: the version's source["dropped"],
     # which lint's body-dropped finding shows the curator (docs/lint.md).
     dropped: tuple[dict[str, str], ...] = ()
+    # The result's object schema the document or server gave ({}: none, or not an object).
+    output_schema: dict[str, Any] = field(default_factory=dict)
+    # The MCP annotations the server listed (MCP's keys and types only).
+    annotations: dict[str, Any] = field(default_factory=dict)
 
     def fields(self) -> dict[str, Any]:
         return {field: getattr(self, field) for field in IMPORTED_FIELDS}
@@ -235,4 +244,24 @@ def draft_of(operation: Operation, *, upstream: str) -> Draft:
         side_effect=side_effect,
         executor_config=config,
         dropped=tuple(dropped),
+        output_schema=result_schema(op.get("response"), is_30=is_30),
     )
+
+
+def result_schema(schema: Any, *, is_30: bool) -> dict[str, Any]:
+    """What a document or server says a result is, as a version's output schema: converted
+    like the arguments' schemas (a response's read-only fields kept), and only an object
+    schema, since MCP's outputSchema describes an object. {} (none) for anything else, or for
+    a schema ToolHub could not use: the output schema is optional, never a reason to skip."""
+    if not isinstance(schema, dict):
+        return {}
+    try:
+        converted = json_schema(schema, is_30=is_30, request=False)
+    except Unsupported:
+        return {}
+    untyped = isinstance(converted, dict) and "type" not in converted
+    if untyped and isinstance(converted.get("properties"), dict):
+        converted = {"type": "object", **converted}
+    if not isinstance(converted, dict) or converted.get("type") != "object" or check_output_schema(converted):
+        return {}
+    return converted

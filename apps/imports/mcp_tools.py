@@ -10,7 +10,13 @@
   executor leaves out any other null argument (principle 7: null means "leave it out"), also
   for versions imported strict before;
 - side effect from its annotations, for the curator to confirm: `readOnlyHint` →
-  `readonly`, otherwise (`destructiveHint` or no hint) `write`; `idempotentHint` is noted;
+  `readonly`, otherwise (`destructiveHint` or no hint) `write`; `idempotentHint` is noted.
+  A tool with neither readOnlyHint nor destructiveHint is a write that lint asks the curator
+  to confirm (`side-effect-unconfirmed`);
+- its annotations (MCP's keys of MCP's types only: the listing is untrusted) are kept on the
+  version, listed again by ToolHub's `/mcp` with the side-effect hints ToolHub derives;
+- output schema: its `outputSchema`, `$ref`s expanded like the input's, when it is an object
+  schema ToolHub can check results against (drafts.result_schema); otherwise none;
 - the `mcp` executor's config: the upstream and the server's name for the tool; a write's
   `idempotency_key` (or `idempotencyKey`) input becomes the version's `idempotency_argument`,
   filled by ToolHub with the ledger's key and taken out of what the model fills (like an
@@ -22,9 +28,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apps.catalog.annotations import ANNOTATION_TYPES
 from apps.common.jsontext import HazardKind, first_hazard
 
-from .drafts import Draft, snake_name
+from .drafts import Draft, result_schema, snake_name
 from .errors import Unsupported
 from .limits import ImportLimitExceeded, ImportLimits, too_deep
 from .openapi import operation_digest
@@ -44,6 +51,26 @@ def definition_digest(definition: Mapping[str, Any]) -> str:
 def annotations_of(definition: Mapping[str, Any]) -> dict[str, Any]:
     annotations = definition.get("annotations")
     return dict(annotations) if isinstance(annotations, dict) else {}
+
+
+def kept_annotations(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """The server's annotations a version keeps: MCP's keys, each of its type (title trimmed)."""
+    kept = {key: value for key, value in annotations_of(definition).items()
+            if key in ANNOTATION_TYPES and isinstance(value, ANNOTATION_TYPES[key])}
+    if isinstance(title := kept.get("title"), str):
+        kept["title"] = title.strip()[:200]
+    return {key: value for key, value in kept.items() if value != ""}
+
+
+def _output_schema(definition: Mapping[str, Any], limits: ImportLimits) -> dict[str, Any]:
+    schema = definition.get("outputSchema")
+    if not isinstance(schema, dict):
+        return {}
+    try:
+        resolved = Expander(schema, limits=limits).expand(schema, "")
+    except (RefError, ImportLimitExceeded):
+        return {}
+    return result_schema(resolved, is_30=False)
 
 
 def definition_problem(definition: Mapping[str, Any], *, limits: ImportLimits) -> str:
@@ -102,6 +129,8 @@ def draft_of_tool(
         parameters=closed(schema),
         side_effect=side_effect,
         executor_config=config,
+        output_schema=_output_schema(definition, limits),
+        annotations=kept_annotations(definition),
     )
 
 

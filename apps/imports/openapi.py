@@ -7,7 +7,10 @@ too long to convert, NaN or an infinity), and each operation becomes one `Operat
 it is, where it is, and the normalized dict a draft is made from (drafts.py), whose digest
 says whether it changed since. Its `$ref`s are expanded per operation, within the limits
 (refs.py: references inside the document only: an import never fetches what a document
-points to; a recursive schema is copied `RECURSION_LEVELS` deep).
+points to; a recursive schema is copied `RECURSION_LEVELS` deep). The first 2xx
+`application/json` response's schema, when there is one, joins the normalized dict as
+`response`, expanded the same way but never unrolled and within what is left of the import's
+node budget: a response that cannot be expanded is left out, never a reason to skip.
 
 Problems of the whole document (not JSON or YAML, not OpenAPI 3.x, `paths` no object) raise
 `OpenAPIError` naming where (a JSON pointer), limits `ImportLimitExceeded`. A problem inside
@@ -261,10 +264,16 @@ def document_operations(
                 clock.check(named)
             if listed.problem is not None:
                 raise listed.problem
-            found.append(_operation(document, listed, credentials, expander))
+            operation = _operation(document, listed, credentials, expander)
             nodes += expander.nodes
             if nodes > limits.max_import_nodes:
                 raise ImportLimitExceeded(named, too_many_import_nodes(limits.max_import_nodes))
+            budget = limits.max_import_nodes - nodes
+            response, copied = _response_schema(document, listed, limits, clock, budget)
+            nodes += copied
+            if response is not None:
+                operation = replace(operation, normalized={**operation.normalized, "response": response})
+            found.append(operation)
         except (Unsupported, OpenAPIError) as exc:
             found.append((listed.key, listed.pointer, str(exc)))
         except ImportLimitExceeded as exc:
@@ -303,6 +312,43 @@ def _operation(document: Document, listed: _Listed, credentials: list[str], expa
         "openapi": "3.0" if document.is_30 else "3.1",
     }
     return Operation(key=listed.key, pointer=at, normalized=normalized)
+
+
+def _response_schema(document: Document, listed: _Listed, limits: ImportLimits, clock: Clock | None,
+                     budget: int) -> tuple[Any, int]:
+    """The schema of the operation's first 2xx `application/json` response, `$ref`s expanded
+    (None without one), and the nodes copied. Only a draft's output schema comes of it, which
+    is optional: a response that cannot be expanded (a recursive or dangling `$ref`, past the
+    import's node budget `budget` or the schema limit) gives none rather than skipping the
+    operation or failing the import."""
+    responses = listed.operation.get("responses")
+    if not isinstance(responses, dict) or budget <= 0:
+        return None, 0
+    bounded = replace(limits, max_schema_nodes=min(limits.max_schema_nodes, budget))
+    expander = Expander(document.content, limits=bounded, clock=clock)
+    try:
+        for code in sorted(str(c) for c in responses if str(c).startswith("2")):
+            where = listed.pointer + pointer(["responses", code])
+            response = responses[code]
+            if isinstance(response, dict) and "$ref" in response:
+                response = expander.expand(response, where)
+            media_type, schema = _json_schema_of(response)
+            if schema is not None:
+                schema_at = where + pointer(["content", media_type, "schema"])
+                return expander.expand(schema, schema_at), expander.nodes
+    except (RefError, Unsupported, ImportLimitExceeded):
+        pass
+    return None, expander.nodes
+
+
+def _json_schema_of(response: Any) -> tuple[str, dict[str, Any] | None]:
+    """The `application/json` media type of a response object and its schema (None: none)."""
+    content = response.get("content") if isinstance(response, dict) else None
+    for media_type, media in (content.items() if isinstance(content, dict) else ()):
+        if str(media_type).split(";")[0].strip().lower() == "application/json" and isinstance(media, dict):
+            schema = media.get("schema")
+            return str(media_type), schema if isinstance(schema, dict) else None
+    return "", None
 
 
 def operation_digest(normalized: Mapping[str, Any]) -> str:

@@ -240,3 +240,17 @@ def test_only_drafts_can_be_deleted(world, acme_staff):
     assert refused.status_code == 403
     assert deleted.status_code == 302
     assert list(ToolVersion.objects.filter(tool=world.acme.tool)) == [world.acme.version]
+
+
+def test_a_drafts_output_schema_is_edited_checked_and_shown_once_published(world, acme_staff):
+    draft = ToolVersionFactory(tool=world.acme.tool, number=2)
+    result = {"type": "object", "properties": {"total": {"type": "integer"}}, "required": ["total"]}
+
+    refused = acme_staff.post(_change(draft), _draft_form(draft, output_schema=json.dumps({"type": "array"})))
+    saved = acme_staff.post(_change(draft), _draft_form(draft, output_schema=json.dumps(result)))
+
+    (problem,) = refused.context["adminform"].form.errors["output_schema"]
+    assert "must have \"type\": \"object\" at the top" in problem
+    assert saved.status_code == 302 and ToolVersion.objects.get(pk=draft.pk).output_schema == result
+    shown = acme_staff.get(_change(world.acme.version)).content.decode()
+    assert "output schema" in shown.lower() and 'name="output_schema"' not in shown

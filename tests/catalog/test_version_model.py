@@ -96,3 +96,36 @@ def test_fields_named_by_rules_must_exist_in_the_schema(tool):
         ToolVersionFactory(tool=tool, rules=[{"type": "date_order", "start": "from", "end": "to"}])
 
     assert "not in the schema's properties: from, to" in refused.value.message_dict["parameters"][0]
+
+
+def test_an_output_schema_is_checked_on_save_like_the_parameters(tool):
+    with pytest.raises(ValidationError) as refused:
+        ToolVersionFactory(
+            tool=tool, output_schema={"type": "object", "properties": {"n": {"type": "integr"}}}
+        )
+
+    assert list(refused.value.message_dict) == ["output_schema"]
+    assert "at properties/n/type" in refused.value.message_dict["output_schema"][0]
+    assert not ToolVersion.objects.exists()
+
+
+def test_annotations_hold_only_mcps_keys_of_their_types(tool):
+    with pytest.raises(ValidationError) as refused:
+        ToolVersionFactory(tool=tool, annotations={"readOnlyHint": "yes", "runAsRoot": True})
+
+    assert refused.value.message_dict["annotations"] == [
+        "Unknown annotations: runAsRoot; known: title, readOnlyHint, destructiveHint, idempotentHint, "
+        "openWorldHint.",
+        "Of the wrong type (title is text, the hints true or false): readOnlyHint.",
+    ]
+
+
+def test_a_published_versions_output_schema_and_annotations_are_frozen(tool):
+    version = published(tool=tool, number=2)
+    version.output_schema = {"type": "object"}
+    version.annotations = {"title": "Other"}
+
+    with pytest.raises(ValidationError) as refused:
+        version.save()
+
+    assert "cannot change (output_schema, annotations)" in refused.value.messages[0]

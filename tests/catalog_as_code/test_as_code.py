@@ -362,3 +362,24 @@ def test_text_reads_back_exactly_as_it_was_written(text):
     written = document_yaml(document)
 
     assert yaml.safe_load(written) == document
+
+
+@pytest.mark.django_db
+def test_a_versions_output_schema_and_annotations_travel_with_the_file(notes_tenant, capsys, tmp_path):
+    # given search_notes v1 with an output schema and the annotations an import brought
+    result = {"type": "object", "properties": {"notes": {"type": "array"}}, "required": ["notes"]}
+    declared = {**DEFINITION, "output_schema": result, "annotations": {"title": "Search notes"}}
+    text = tool_file(tenant="notes", versions=[{"number": 1, "status": "published", **declared}])
+    apply(capsys, tmp_path, text)
+    exported = export(capsys, "notes")
+
+    # when the catalog is gone and the exported file applied
+    _delete_catalog_of(notes_tenant)
+    apply(capsys, tmp_path, exported)
+
+    # then the version carries both again, and the file says them
+    version = ToolVersion.objects.get(tool__name="search_notes")
+    assert (version.output_schema, version.annotations) == (result, {"title": "Search notes"})
+    entry = yaml.safe_load(exported)["tools"]["search_notes"]["versions"][0]
+    assert entry["output_schema"]["required"] == ["notes"]
+    assert entry["annotations"] == {"title": "Search notes"}

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import mcp_types
 import pytest
 
 from apps.catalog.exports import (
@@ -56,6 +57,8 @@ class Spec:
     description: str = "Finds things."
     context_bindings: Mapping[str, Any] = field(default_factory=lambda: {"user_id": {}})
     side_effect: str = "readonly"
+    output_schema: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Mapping[str, Any] = field(default_factory=dict)
 
 
 def nodes(schema: Any) -> Iterator[dict[str, Any]]:
@@ -153,9 +156,53 @@ def test_mcp_and_toolhub_keep_the_full_schema_without_bound_fields():
     expected = json.loads(json.dumps(OPTIONALS))
     del expected["properties"]["user_id"]
     expected["required"] = ["query"]
-    assert mcp == {"name": "find_things", "description": "Finds things.", "inputSchema": expected}
+    assert mcp == {
+        "name": "find_things", "description": "Finds things.", "inputSchema": expected,
+        "annotations": {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+    }
     assert listing["parameters"] == expected
     assert (listing["version"], listing["side_effect"]) == (2, "readonly")
+    assert "outputSchema" not in mcp and "output_schema" not in listing
+
+
+ORDER_RESULT = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string"}, "status": {"type": "string", "enum": ["paid", "open"]}},
+    "required": ["order_id"],
+}
+
+
+def test_mcp_and_toolhub_list_the_output_schema_a_version_declares():
+    spec = Spec(OPTIONALS, output_schema=ORDER_RESULT)
+
+    assert export_tool(spec, "mcp")["outputSchema"] == ORDER_RESULT
+    assert export_tool(spec, "toolhub")["output_schema"] == ORDER_RESULT
+    # The vendors' function-calling formats have no place for it: they stay as they take them.
+    vendors = json.dumps(export_tool(spec, "openai")) + json.dumps(export_tool(spec, "anthropic"))
+    assert "output" not in vendors
+
+
+@pytest.mark.parametrize(
+    ("side_effect", "read_only", "destructive"),
+    [("readonly", True, False), ("recomputable", False, False), ("write", False, True)],
+)
+def test_mcp_annotations_follow_the_reviewed_side_effect(side_effect, read_only, destructive):
+    annotations = export_tool(Spec(OPTIONALS, side_effect=side_effect), "mcp")["annotations"]
+
+    assert annotations == {"readOnlyHint": read_only, "destructiveHint": destructive, "idempotentHint": True}
+    assert mcp_types.ToolAnnotations.model_validate(annotations).read_only_hint is read_only
+
+
+def test_imported_annotations_are_kept_but_the_side_effect_class_wins():
+    # The server said read-only; the curator reviewed the tool as a write.
+    imported = {"title": "Cancel an order", "readOnlyHint": True, "destructiveHint": False,
+                "idempotentHint": False, "openWorldHint": True}
+    spec = Spec(OPTIONALS, side_effect="write", annotations=imported)
+
+    annotations = export_tool(spec, "mcp")["annotations"]
+
+    assert annotations == {"title": "Cancel an order", "openWorldHint": True, "readOnlyHint": False,
+                           "destructiveHint": True, "idempotentHint": True}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -91,7 +91,8 @@ def test_mcp_export_validates_as_mcp_tools_and_keeps_the_full_schema(api, demo_t
 
     for tool in body["tools"]:
         parsed = mcp_types.Tool.model_validate(tool)
-        assert set(tool) == {"name", "description", "inputSchema"} and parsed.name == tool["name"]
+        assert set(tool) == {"name", "description", "inputSchema", "annotations"}
+        assert parsed.name == tool["name"]
     search = body["tools"][DEMO_NAMES.index("search_orders")]["inputSchema"]
     assert without_descriptions(search) == SEARCH_ORDERS_SCHEMA
 

@@ -9,7 +9,10 @@ from django.core.management import CommandError
 from rest_framework.test import APIClient
 
 from apps.audit.models import AuditEvent
+from apps.catalog.lint import lint_tool, with_side_effect_confirmed
 from apps.catalog.models import ToolVersion
+from apps.catalog.selectors import lint_definition
+from apps.catalog.services import version_publish
 from apps.imports.limits import ImportLimits
 from apps.imports.mcp_tools import definition_problem, draft_of_tool
 from apps.tenancy.services import agent_key_issue
@@ -171,3 +174,58 @@ def test_more_tools_than_the_limit_are_refused_naming_it(agent, settings):
         import_mcp()
 
     assert not ToolVersion.objects.exists()
+
+
+def test_the_servers_output_schemas_and_annotations_come_with_the_drafts(agent, shipping):
+    # when
+    import_mcp()
+
+    # then
+    versions = {v.tool.name: v for v in ToolVersion.objects.select_related("tool")}
+    track = versions["track_shipment"]
+    assert track.output_schema["type"] == "object"
+    assert set(track.output_schema["properties"]) == {"shipment_id", "status"}
+    assert track.annotations == {"readOnlyHint": True}
+    assert versions["list_carriers"].output_schema == {}  # the server declared none
+    assert versions["schedule_pickup"].annotations == {
+        "readOnlyHint": False, "destructiveHint": False, "idempotentHint": True
+    }
+
+
+def test_a_tool_without_hints_is_a_write_the_curator_is_asked_to_confirm(agent, shipping):
+    import_mcp()
+    versions = {v.tool.name: v for v in ToolVersion.objects.select_related("tool")}
+
+    unhinted = _side_effect_findings(versions["cancel_shipment"])
+    hinted = _side_effect_findings(versions["schedule_pickup"])
+
+    assert versions["cancel_shipment"].side_effect == "write"
+    assert [(f.severity, f.field) for f in unhinted] == [("warning", "side_effect")]
+    assert "gave no readOnlyHint or destructiveHint" in unhinted[0].why
+    assert hinted == []
+    # a warning: the draft still publishes; once the curator saved the side effect, not asked again
+    version_publish(version=versions["cancel_shipment"], actor="curator")
+    confirmed = versions["cancel_shipment"]
+    confirmed.source = with_side_effect_confirmed(confirmed.source, "write")
+    assert _side_effect_findings(confirmed) == []
+
+
+def _side_effect_findings(version):
+    return [f for f in lint_tool(lint_definition(version)) if f.code == "side-effect-unconfirmed"]
+
+
+def test_output_schemas_are_kept_only_as_object_schemas_and_annotations_only_as_mcps():
+    base = {"name": "getWeather", "description": "The weather.",
+            "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    referenced = {"$defs": {"W": {"type": "object", "properties": {"temp": {"type": "number"}}}},
+                  "$ref": "#/$defs/W"}
+
+    object_draft = draft_of_tool({**base, "outputSchema": referenced}, upstream="weather")
+    array_draft = draft_of_tool({**base, "outputSchema": {"type": "array"}}, upstream="weather")
+    odd = draft_of_tool({**base, "annotations": {"readOnlyHint": "yes", "title": " Weather ",
+                                                 "runAs": "root"}}, upstream="weather")
+
+    assert object_draft.output_schema["type"] == "object"
+    assert object_draft.output_schema["properties"]["temp"]["type"] == "number"
+    assert array_draft.output_schema == {}
+    assert (odd.annotations, odd.side_effect) == ({"title": "Weather"}, "write")

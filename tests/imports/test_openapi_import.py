@@ -283,14 +283,16 @@ def test_reimporting_shows_what_changed_and_drafts_only_the_changed_operations(t
 
     report = _import(tenant, changed, upstream="petstore")
 
+    # NewPet is part of Pet, the answer of addPet and of find pet by id: their output schemas changed
     assert {r.key: r.summary for r in report.results} == {
         "findPets": "changed: description",
-        "addPet": "changed: parameters",
-        "find pet by id": "unchanged",
+        "addPet": "changed: parameters, output_schema",
+        "find pet by id": "changed: output_schema",
         "deletePet": "unchanged",
         "replacePet": "new",
     }
-    assert list(Tool.objects.get(name="find_pet_by_id").versions.values_list("number", flat=True)) == [1]
+    assert list(Tool.objects.get(name="delete_pet").versions.values_list("number", flat=True)) == [1]
+    assert _version("find_pet_by_id").output_schema["properties"]["tag"]["enum"] == ["dog", "cat"]
     find_v2 = _version("find_pets")
     assert find_v2.number == 2 and find_v2.status == "draft"
     assert find_v2.description.startswith("Returns the pets, at most 50.")
@@ -302,7 +304,7 @@ def test_reimporting_shows_what_changed_and_drafts_only_the_changed_operations(t
     events = AuditEvent.objects.count()
     again = _import(tenant, changed, upstream="petstore")
     assert {r.outcome for r in again.results} == {"unchanged"}
-    assert ToolVersion.objects.count() == 4 + 2 + 1
+    assert ToolVersion.objects.count() == 4 + 3 + 1
     assert AuditEvent.objects.count() == events
 
 
@@ -395,3 +397,27 @@ def test_a_document_without_a_server_needs_a_base_url(tenant):
 
     with pytest.raises(ImportRefused, match="names no server"):
         _import(tenant, document, upstream="petstore")
+
+
+def test_an_operations_json_object_answer_becomes_its_output_schema(tenant):
+    _import(tenant, PETSTORE, upstream="petstore")
+
+    by_id = _version("find_pet_by_id").output_schema
+
+    # Pet, its $ref and allOf expanded: what the 200 answer holds, to check results against
+    assert by_id["type"] == "object"
+    assert set(by_id["properties"]) == {"id", "name", "tag"} and set(by_id["required"]) == {"id", "name"}
+    # an array answer is no MCP outputSchema; a 204 and a default error answer have none to give
+    assert _version("find_pets").output_schema == {}
+    assert _version("delete_pet").output_schema == {}
+
+
+def test_an_answer_schema_that_cannot_be_expanded_is_left_out_not_the_operation(tenant):
+    document = yaml.safe_load(PETSTORE.read_text())
+    answer = document["paths"]["/pets/{id}"]["get"]["responses"]["200"]["content"]["application/json"]
+    answer["schema"] = {"$ref": "#/components/schemas/Nowhere"}
+
+    report = _import(tenant, document, upstream="petstore")
+
+    assert {r.key: r.outcome for r in report.results}["find pet by id"] == "new"
+    assert _version("find_pet_by_id").output_schema == {}

@@ -47,11 +47,18 @@ def test_the_mcp_client_calls_a_federated_write_through_the_ledger(live_server, 
     tools = {tool.name: tool for tool in listed.tools}
     assert {"track_shipment", "schedule_pickup"} <= set(tools)
     assert list(tools["schedule_pickup"].input_schema["properties"]) == ["shipment_id"]
+    # the server's outputSchema comes with the import; the hints follow ToolHub's side effect
+    # (the server called schedule_pickup not destructive; ToolHub runs it as a ledgered write)
+    assert tools["track_shipment"].output_schema["type"] == "object"
+    assert tools["track_shipment"].annotations.read_only_hint is True
+    pickup_hints = tools["schedule_pickup"].annotations
+    assert (pickup_hints.read_only_hint, pickup_hints.destructive_hint) == (False, True)
     assert read.is_error is False
-    assert read.structured_content["data"] == {"shipment_id": "s-7", "status": "in transit"}
+    assert read.structured_content == {"shipment_id": "s-7", "status": "in transit"}
 
     assert write.is_error is False, write.content
-    envelope = write.structured_content
+    envelope = json.loads(write.content[0].text)
+    assert write.structured_content == envelope["data"]
     assert (envelope["status"], envelope["tool"]) == ("ok", "schedule_pickup")
     assert envelope["data"] == {"pickup_id": "pu-1", "shipment_id": "s-7"}
     entry = LedgerEntry.objects.get(pk=envelope["execution_id"])

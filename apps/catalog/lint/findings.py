@@ -52,6 +52,8 @@ class ToolDefinition:
     platform_owned: bool = True  # a shared-catalog tool, not a tenant's
     # What an importer made the version from (ToolVersion.source); empty for one written by hand.
     source: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def imported(self) -> bool:

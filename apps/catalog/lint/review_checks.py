@@ -6,7 +6,10 @@ What an import records for them in the version's `source` (docs/lint.md):
 - `source["dropped"]`: a list of `{"what": ..., "reason": ...}`, the parts of the operation
   (a body, a parameter) the import could not map and left out of the request;
 - `source["side_effect_confirmed"]`: the side effect a curator confirmed by saving the draft
-  in the admin (absent on an import's draft: the side effect there is the method's guess).
+  in the admin (absent on an import's draft: the side effect there is the method's guess, or
+  for an MCP tool without readOnlyHint or destructiveHint, the default of a write);
+- `source["tool"]`: an MCP tool's definition as listed, whose annotations say (or not) what
+  it does.
 """
 
 from __future__ import annotations
@@ -91,7 +94,8 @@ def check_send_null(tool: ToolDefinition) -> Iterable[Finding]:
 
 
 def check_imported(tool: ToolDefinition) -> Iterable[Finding]:
-    """What the import of an OpenAPI operation recorded it could not do, or only guessed."""
+    """What the import of an OpenAPI operation or an MCP tool recorded it could not do, or only
+    guessed."""
     if not tool.imported:
         return
     dropped = [d for d in tool.source.get("dropped") or () if isinstance(d, Mapping)]
@@ -118,6 +122,26 @@ def check_imported(tool: ToolDefinition) -> Iterable[Finding]:
             "Check what the operation does and set side_effect (readonly, write) on this draft's page, then "
             "save it: saving in the admin records the side effect as confirmed.",
         )
+    if (tool.source.get("kind") == "mcp" and not _mcp_hints(tool)
+            and tool.source.get("side_effect_confirmed") != tool.side_effect):
+        yield Finding(
+            WARNING, "side-effect-unconfirmed", "side_effect",
+            f"The MCP server gave no readOnlyHint or destructiveHint for this tool, so it was imported as "
+            f"'{tool.side_effect}' without anyone saying so: a read marked write is approved, retried and "
+            "reconciled like a write (and listed as destructive); a write marked readonly runs unledgered.",
+            "Check what the tool does (its server's documentation, its description) and set side_effect "
+            "(readonly, recomputable, write) on this draft's page, then save it: saving in the admin "
+            "records the side effect as confirmed.",
+        )
+
+
+def _mcp_hints(tool: ToolDefinition) -> bool:
+    """Whether the server said what an MCP tool does to the world (readOnlyHint or
+    destructiveHint), in the annotations the version keeps or the definition it was made from."""
+    listed = tool.source.get("tool")
+    server = listed.get("annotations") if isinstance(listed, Mapping) else None
+    said = {**(server if isinstance(server, Mapping) else {}), **tool.annotations}
+    return any(isinstance(said.get(hint), bool) for hint in ("readOnlyHint", "destructiveHint"))
 
 
 def with_side_effect_confirmed(source: Mapping[str, Any], side_effect: str) -> dict[str, Any]:

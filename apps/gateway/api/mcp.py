@@ -21,8 +21,8 @@ Behaviour (Streamable HTTP, JSON response mode):
   the connection (loop detection, budgets, write idempotency) unless `X-ToolHub-Task` names
   one; each call's id is `mcp-<session>-<JSON-RPC id>`, unique within the connection.
 - `?toolset=&phase=` on the endpoint URL narrow tools/list and tools/call like the REST API.
-- tools/call runs through invoke_calls; the envelope comes back as JSON text content and
-  as structuredContent, with `isError: true` for error envelopes.
+- tools/call runs through invoke_calls; the envelope comes back as JSON text content and as
+  structuredContent (a declared outputSchema's data instead: tool_exports), `isError` on errors.
 - 2026-07-28 has no initialize and no session (mcp_modern.py): a request is a connection of
   its own, its random id standing for the session's in its call ids. Its default task is the
   end user's session (a digest of the `X-ToolHub-Session` token), so loop detection and
@@ -62,7 +62,7 @@ from apps.common.request_body import BodyCut, BodyReadTimeout, body_refusal_erro
 from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import envelope_text, error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
-from apps.gateway.tool_exports import agent_tool_export
+from apps.gateway.tool_exports import agent_tool_export, mcp_structured_content
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
 
 from . import mcp_modern
@@ -203,7 +203,7 @@ def _tools_call(
     )[0]
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=envelope_text(envelope))],
-        structured_content=envelope,
+        structured_content=mcp_structured_content(envelope, ctx.principal, ctx.toolset, ctx.phase),
         is_error=envelope["status"] == "error",
     )
 
