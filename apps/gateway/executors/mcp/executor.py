@@ -95,14 +95,14 @@ def _upstream(request: ExecutionRequest) -> ResolvedUpstream:
     return upstream
 
 
-def _endpoint_of(upstream: ResolvedUpstream) -> Endpoint:
+def endpoint_of(upstream: ResolvedUpstream) -> Endpoint:
     url = upstream.base_url
     if upstream.auth_query:
         url += ("&" if "?" in url else "?") + urlencode(upstream.auth_query)
     return Endpoint(base_url=url, headers=upstream.auth_headers, query=upstream.auth_query)
 
 
-def _key(endpoint: Endpoint, tenant_id: int | None) -> SessionKey:
+def session_key(endpoint: Endpoint, tenant_id: int | None) -> SessionKey:
     return SessionKey(tenant_id, endpoint.base_url, tuple(sorted(endpoint.headers.items())))
 
 
@@ -205,7 +205,7 @@ def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
         raise ExecutionNotSent(f"could not resolve {request.tool_name}'s provider: {exc}") from None
     if refusal:
         raise _unavailable(request, refusal)
-    return _key(endpoint, request.tenant_id)
+    return session_key(endpoint, request.tenant_id)
 
 
 def _call(
@@ -215,7 +215,7 @@ def _call(
 
 
 def run_mcp(request: ExecutionRequest) -> Any:
-    endpoint = _endpoint_of(_upstream(request))
+    endpoint = endpoint_of(_upstream(request))
     key = _reachable(request, endpoint)
     progress = Progress()
     coroutine = _call(
@@ -296,7 +296,7 @@ def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list
     and past the same egress check. Raises ListingFailed."""
     if upstream.kind != UpstreamKind.MCP:
         raise ListingFailed(f"upstream {upstream.name} is an HTTP API, not an MCP server")
-    endpoint = _endpoint_of(upstream)
+    endpoint = endpoint_of(upstream)
     try:
         refusal = destination_refusal(endpoint.base_url)
     except httpcore.ConnectError as exc:
@@ -304,7 +304,7 @@ def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list
     if refusal:
         raise ListingFailed(f"upstream {upstream.name} is refused: {refusal}")
     try:
-        key = _key(endpoint, tenant_id)
+        key = session_key(endpoint, tenant_id)
         tools = LOOP.submit(on_session(key, _list_on, Progress()), timeout_s=upstream.timeout_s)
     except FutureTimeout:
         raise ListingFailed(f"upstream {upstream.name} gave no answer in {upstream.timeout_s} s") from None
@@ -335,7 +335,7 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
         )
     try:
         upstream = _upstream(request)
-        endpoint = _endpoint_of(upstream)
+        endpoint = endpoint_of(upstream)
         key = _reachable(request, endpoint)
     except ExecutionRejected as exc:
         return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)

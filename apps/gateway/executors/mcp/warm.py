@@ -15,7 +15,7 @@ from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import upstream_for_call
 
 from ..egress import destination_refusal
-from .executor import _endpoint_of, _key
+from .executor import endpoint_of, session_key
 from .sessions import LOOP, SessionKey, opened
 
 
@@ -49,13 +49,13 @@ def warm_mcp_sessions(uses: list[McpUse], *, timeout_s: float) -> Warmed:
             upstream = upstream_for_call(tenant_id=use.owner_id, name=use.upstream, subject="")
             if upstream.kind != UpstreamKind.MCP:
                 raise UpstreamNotFound(use.upstream)
-            endpoint = _endpoint_of(upstream)
+            endpoint = endpoint_of(upstream)
             if destination_refusal(endpoint.base_url):
                 raise UpstreamNotFound(use.upstream)
         except (UpstreamNotFound, SubjectCredentialMissing, httpcore.ConnectError):
             skipped += 1
             continue
-        keys.setdefault(_key(endpoint, use.tenant_id), use.upstream)
+        keys.setdefault(session_key(endpoint, use.tenant_id), use.upstream)
     if not keys:
         return Warmed(opened=0, skipped=skipped, failed=())
     try:
