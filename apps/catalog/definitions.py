@@ -161,18 +161,28 @@ def _errors(validator: Draft202012Validator, value: Any) -> list[str]:
     ]
 
 
-def check_parameters_schema(parameters: Any) -> list[str]:
-    """Problems with a parameters schema: it must be a valid Draft 2020-12 object schema."""
-    if not isinstance(parameters, dict):
-        return ["The parameters schema must be a JSON object."]
+def _object_schema_problems(schema: Any, *, not_json_object: str, not_an_object: str) -> list[str]:
+    """Problems with a schema that must be a valid Draft 2020-12 schema of an object, whose
+    patterns RE2 can match; the two messages say, in the field's own words, what it is not."""
+    if not isinstance(schema, dict):
+        return [not_json_object]
     try:
-        Draft202012Validator.check_schema(parameters)
+        Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
         return [f"Not a valid JSON Schema (Draft 2020-12) at {where}: {exc.message}"]
-    if parameters.get("type") != "object":
-        return ['The parameters schema must have "type": "object" at the top.']
-    return schema_pattern_problems(parameters)
+    if schema.get("type") != "object":
+        return [not_an_object]
+    return schema_pattern_problems(schema)
+
+
+def check_parameters_schema(parameters: Any) -> list[str]:
+    """Problems with a parameters schema: it must be a valid Draft 2020-12 object schema."""
+    return _object_schema_problems(
+        parameters,
+        not_json_object="The parameters schema must be a JSON object.",
+        not_an_object='The parameters schema must have "type": "object" at the top.',
+    )
 
 
 def check_output_schema(output_schema: Any) -> list[str]:
@@ -180,17 +190,12 @@ def check_output_schema(output_schema: Any) -> list[str]:
     of an object, as MCP's outputSchema must be, whose patterns RE2 can match."""
     if output_schema == {}:
         return []
-    if not isinstance(output_schema, dict):
-        return ["The output schema must be a JSON object (or empty: none declared)."]
-    try:
-        Draft202012Validator.check_schema(output_schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
-        return [f"Not a valid JSON Schema (Draft 2020-12) at {where}: {exc.message}"]
-    if output_schema.get("type") != "object":
-        return ['The output schema must have "type": "object" at the top (MCP\'s outputSchema describes '
-                "an object); leave it empty for a tool whose result is not one."]
-    return schema_pattern_problems(output_schema)
+    return _object_schema_problems(
+        output_schema,
+        not_json_object="The output schema must be a JSON object (or empty: none declared).",
+        not_an_object='The output schema must have "type": "object" at the top (MCP\'s outputSchema '
+        "describes an object); leave it empty for a tool whose result is not one.",
+    )
 
 
 def check_annotations(annotations: Any) -> list[str]:

@@ -18,21 +18,18 @@ from apps.tenancy.services import agent_key_issue
 SEARCH = {"status": "paid", "start_date": "2026-01-01", "end_date": "2026-01-31", "limit": 20}
 
 
-def run_client(url: str, headers: dict[str, str], steps):
-    """Connect the SDK's client to `url` and run `steps(session)`; returns what it returns."""
+def run_client(url: str, headers: dict[str, str], steps, *, on_request=None, on_response=None):
+    """Connect the SDK's client to `url` and run `steps(session)`; returns what it returns.
+    The hooks, when given, see each HTTP request and response."""
+    hooks = {"request": [on_request] if on_request else [], "response": [on_response] if on_response else []}
 
     async def scenario():
-        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        async with httpx2.AsyncClient(headers=headers, timeout=30, event_hooks=hooks) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):
                 async with ClientSession(read, write) as session:
                     return await steps(session)
 
     return anyio.run(scenario)
-
-
-@pytest.fixture
-def key(agent):
-    return agent_key_issue(agent=agent).secret
 
 
 @pytest.mark.django_db(transaction=True)

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 import json
 
-import anyio
-import httpx2
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from apps.common.compat.mcp_client import negotiate_auto
 from apps.ledger.models import LedgerEntry
-from apps.tenancy.services import agent_key_issue
 
-from .test_mcp import SEARCH
+from .test_mcp import SEARCH, run_client
 
 MODERN = "2026-07-28"
 META = {
@@ -25,24 +21,6 @@ META = {
     types.CLIENT_CAPABILITIES_META_KEY: {},
     types.CLIENT_INFO_META_KEY: {"name": "t", "version": "1"},
 }
-
-
-def run_client(url, headers, steps, *, on_request=None, on_response=None):
-    """The SDK's client on `url`, its HTTP requests and responses seen by the hooks."""
-    hooks = {"request": [on_request] if on_request else [], "response": [on_response] if on_response else []}
-
-    async def scenario():
-        async with httpx2.AsyncClient(headers=headers, timeout=30, event_hooks=hooks) as http:
-            async with streamable_http_client(url, http_client=http) as (read, write):
-                async with ClientSession(read, write) as session:
-                    return await steps(session)
-
-    return anyio.run(scenario)
-
-
-@pytest.fixture
-def key(agent):
-    return agent_key_issue(agent=agent).secret
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,7 +8,6 @@ import logging
 import pytest
 from mcp.client.session import ClientSession
 
-from apps.tenancy.services import agent_key_issue
 from tests.mcp.test_mcp import initialize, rpc, run_client
 
 # tests.echo answers {"echo": <the arguments>}.
@@ -41,11 +40,6 @@ def structured_tools(publish_tool):
         annotations={"title": "Close a ticket", "readOnlyHint": True, "openWorldHint": False},
     )
     publish_tool("plain_echo")
-
-
-@pytest.fixture
-def key(agent):
-    return agent_key_issue(agent=agent).secret
 
 
 @pytest.mark.django_db(transaction=True)
