@@ -15,10 +15,6 @@ to vouch for (principle 18), so the data is handed over as structured only when 
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +24,12 @@ from jsonschema.protocols import Validator
 
 from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems
 from apps.gateway.contracts import VersionSpec, thaw
+from apps.gateway.pipeline.memo import RevisionMemo, revision_key
 
 # Built once per version revision, like the arguments' validators (schema.py).
 OUTPUT_VALIDATOR_CACHE_SIZE = 512
 
-_validators: OrderedDict[str, Validator | None] = OrderedDict()
-_validators_lock = threading.Lock()
+_validators: RevisionMemo[Validator | None] = RevisionMemo(OUTPUT_VALIDATOR_CACHE_SIZE)
 
 
 @dataclass(frozen=True)
@@ -44,37 +40,23 @@ class StructuredResult:
     problem: str = ""
 
 
-def _cache_key(version: VersionSpec) -> str:
-    if version.revision:
-        return version.revision
-    content = json.dumps(thaw(version.output_schema), sort_keys=True, default=str)
-    return "content:" + hashlib.sha256(content.encode()).hexdigest()
-
-
 def output_validator(version: VersionSpec) -> Validator | None:
     """The validator of this version's output schema, built on first use and kept in memory;
     None when the stored schema is unusable (not valid JSON Schema, or a pattern RE2 cannot
     run: a mistake that slipped past the save-time check), so nothing passes as structured."""
-    key = _cache_key(version)
-    with _validators_lock:
-        if key in _validators:
-            _validators.move_to_end(key)
-            return _validators[key]
-    schema = thaw(version.output_schema)
-    built: Validator | None
+    key = revision_key(version, thaw(version.output_schema))
+    return _validators.get_or_build(key, lambda: _built_validator(thaw(version.output_schema)))
+
+
+def _built_validator(schema: Any) -> Validator | None:
     try:
         ToolSchemaValidator.check_schema(schema)
     except SchemaError:
-        built = None
-    else:
-        unusable = bool(schema_pattern_problems(schema))
-        built = None if unusable else ToolSchemaValidator(schema, format_checker=FORMAT_CHECKER)
-    with _validators_lock:
-        validator = _validators.setdefault(key, built)
-        _validators.move_to_end(key)
-        while len(_validators) > OUTPUT_VALIDATOR_CACHE_SIZE:
-            _validators.popitem(last=False)
-    return validator
+        return None
+    if schema_pattern_problems(schema):
+        return None
+    built: Validator = ToolSchemaValidator(schema, format_checker=FORMAT_CHECKER)
+    return built
 
 
 def _result_of(envelope: Mapping[str, Any]) -> tuple[Any, str]:

@@ -8,10 +8,7 @@ what is allowed: enum values, patterns with an example, bounds, types, the known
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +18,7 @@ from jsonschema.protocols import Validator
 from apps.common.errors import ErrorDetail, InvalidArgsError, UnavailableError
 from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems, search
 from apps.gateway.contracts import VersionSpec, thaw
+from apps.gateway.pipeline.memo import RevisionMemo, revision_key
 from apps.gateway.text import clip, field_label, join_names, pointer, quote
 
 # Building a validator costs far more than using a built one: build once per revision.
@@ -28,8 +26,7 @@ VALIDATOR_CACHE_SIZE = 512
 MAX_DETAILS = 50
 MAX_HINT_PARTS = 8
 
-_validators: OrderedDict[str, Validator] = OrderedDict()
-_validators_lock = threading.Lock()
+_validators: RevisionMemo[Validator] = RevisionMemo(VALIDATOR_CACHE_SIZE)
 
 _DATE_EXAMPLE = "2026-01-31"
 _PATTERN_EXAMPLES = {
@@ -80,16 +77,6 @@ def validation_schema(version: VersionSpec) -> dict[str, Any]:
     return schema
 
 
-def _cache_key(version: VersionSpec) -> str:
-    if version.revision:
-        return version.revision
-    # Specs built without a revision (tests, previews) are keyed by what shapes the validator.
-    content = json.dumps(
-        [thaw(version.parameters), sorted(version.context_bindings)], sort_keys=True, default=str
-    )
-    return "content:" + hashlib.sha256(content.encode()).hexdigest()
-
-
 def _unusable(version: VersionSpec, problem: str) -> UnavailableError:
     return UnavailableError(
         f"{version.tool_name} v{version.number} cannot be called: its parameters schema {problem}.",
@@ -105,12 +92,11 @@ def compiled_validator(version: VersionSpec) -> Validator:
     pattern RE2 cannot run (a curator's mistake that slipped past the save-time check):
     nothing runs unvalidated.
     """
-    key = _cache_key(version)
-    with _validators_lock:
-        cached = _validators.get(key)
-        if cached is not None:
-            _validators.move_to_end(key)
-            return cached
+    key = revision_key(version, thaw(version.parameters), sorted(version.context_bindings))
+    return _validators.get_or_build(key, lambda: _built_validator(version))
+
+
+def _built_validator(version: VersionSpec) -> Validator:
     schema = validation_schema(version)
     try:
         ToolSchemaValidator.check_schema(schema)
@@ -119,13 +105,8 @@ def compiled_validator(version: VersionSpec) -> Validator:
     if schema_pattern_problems(schema):
         # Stored before patterns were checked on save: never matched by a backtracking engine.
         raise _unusable(version, "has patterns ToolHub cannot match in linear time")
-    built = ToolSchemaValidator(schema, format_checker=FORMAT_CHECKER)
-    with _validators_lock:
-        validator = _validators.setdefault(key, built)
-        _validators.move_to_end(key)
-        while len(_validators) > VALIDATOR_CACHE_SIZE:
-            _validators.popitem(last=False)
-    return validator
+    built: Validator = ToolSchemaValidator(schema, format_checker=FORMAT_CHECKER)
+    return built
 
 
 def validate_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> None:
