@@ -55,6 +55,12 @@ def value_problem(value: str, *, kind: str) -> str | None:
     return None
 
 
+# What a credential of kind env may fill, and what a launcher lists: a POSIX environment name.
+env_name_validator = RegexValidator(
+    r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", "Use letters, digits and '_', not starting with a digit."
+)
+
+
 class UpstreamKind(models.TextChoices):
     HTTP = "http", "HTTP API"
     MCP = "mcp", "MCP server"
@@ -65,6 +71,7 @@ class CredentialKind(models.TextChoices):
     BASIC = "basic", "Basic auth (value user:password)"
     HEADER = "header", "API key in a header (field: the header name)"
     QUERY = "query", "API key in a query parameter (field: the parameter name)"
+    ENV = "env", "Environment variable of a stdio MCP server (field: the variable name)"
 
 
 class Credential(models.Model):
@@ -101,12 +108,15 @@ class Credential(models.Model):
         errors: dict[str, str] = {}
         if clash := owner_name_clash(self, name=self.name, tenant_id=self.tenant_id, owner=PLATFORM):
             errors["name"] = clash
-        if self.kind in (CredentialKind.HEADER, CredentialKind.QUERY):
+        if self.kind in (CredentialKind.HEADER, CredentialKind.QUERY, CredentialKind.ENV):
+            validator = {
+                CredentialKind.HEADER: header_name_validator, CredentialKind.ENV: env_name_validator
+            }.get(CredentialKind(self.kind))
             if not self.field:
                 errors["field"] = f"A {self.kind} credential needs the {self.kind} name it is sent as."
-            elif self.kind == CredentialKind.HEADER:
+            elif validator is not None:
                 try:
-                    header_name_validator(self.field)
+                    validator(self.field)
                 except ValidationError as error:
                     errors["field"] = error.messages[0]
         elif self.field:
@@ -147,6 +157,107 @@ class SubjectCredential(models.Model):
         return f"{self.credential.name} of {self.subject}"
 
 
+def _string_list_problem(value: object, what: str) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        return f"{what} must be a list of non-empty strings."
+    if any("\x00" in item for item in value):
+        return f"{what} must not contain NUL characters."
+    return None
+
+
+class McpLauncher(TimeStampedModel):
+    """A command the platform lets tenants run as stdio MCP servers, and how it is confined.
+
+    Only a superuser registers one: running a command is running code on ToolHub's machines.
+    A tenant's upstream names a launcher (and, when it allows, extra arguments), never an
+    executable. The bridge (`manage.py mcp_bridge`, apps/bridge) runs each process under
+    bubblewrap with only these paths, this environment and these limits.
+    """
+
+    name = models.CharField(max_length=63, unique=True, validators=[name_validator])
+    description = models.TextField(blank=True, help_text="What the server does, for curators.")
+    command = models.JSONField(
+        help_text='The executable (an absolute path) and its fixed arguments, e.g. '
+        '["/opt/mcp/bin/mcp-server-time", "--local-timezone", "UTC"].',
+    )
+    read_paths = models.JSONField(
+        default=list, blank=True,
+        help_text="Host paths the process may read (absolute). The executable, its interpreter and "
+        "the libraries they load are always readable, never writable.",
+    )
+    write_paths = models.JSONField(
+        default=list, blank=True,
+        help_text="Host paths the process may write (absolute), besides its own scratch directory.",
+    )
+    env_names = models.JSONField(
+        default=list, blank=True, verbose_name="environment names",
+        help_text="The environment variables a tenant's credential (kind env) may fill. The process "
+        "sees no other variable of ToolHub's.",
+    )
+    allow_args = models.BooleanField(
+        default=False, verbose_name="tenants may append arguments",
+        help_text="Whether an upstream may add arguments after the fixed ones.",
+    )
+    network = models.BooleanField(
+        default=False,
+        help_text="Whether the process shares the machine's network. Off: it has none (only its own "
+        "loopback). On, its connections are not filtered host by host: grant it only to servers that "
+        "need the network, and only where the egress policy allows public egress.",
+    )
+    memory_mb = models.PositiveIntegerField(
+        default=1024, validators=[MinValueValidator(64), MaxValueValidator(65536)],
+        verbose_name="memory (MiB)", help_text="Address space a process may map.",
+    )
+    cpu_s = models.PositiveIntegerField(
+        default=300, validators=[MinValueValidator(1), MaxValueValidator(86400)],
+        verbose_name="CPU (s)", help_text="CPU seconds a process may use; past them it is stopped and "
+        "started again on the next call.",
+    )
+    max_processes = models.PositiveIntegerField(
+        default=32, validators=[MinValueValidator(1), MaxValueValidator(4096)],
+        help_text="Processes and threads a server may run at once.",
+    )
+    max_open_files = models.PositiveIntegerField(
+        default=256, validators=[MinValueValidator(16), MaxValueValidator(65536)],
+    )
+    idle_stop_s = models.PositiveIntegerField(
+        default=300, validators=[MinValueValidator(5), MaxValueValidator(86400)],
+        verbose_name="stop when idle for (s)",
+    )
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP launcher"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if problem := _string_list_problem(self.command, "The command"):
+            errors["command"] = problem
+        elif not self.command:
+            errors["command"] = "Name the executable."
+        elif not self.command[0].startswith("/"):
+            errors["command"] = "The executable must be an absolute path: nothing is looked up on a PATH."
+        for field_name in ("read_paths", "write_paths"):
+            paths = getattr(self, field_name)
+            if problem := _string_list_problem(paths, "The paths"):
+                errors[field_name] = problem
+            elif relative := [path for path in paths if not path.startswith("/") or "/../" in f"{path}/"]:
+                errors[field_name] = f"Use absolute paths without '..': {', '.join(relative)}."
+        if problem := _string_list_problem(self.env_names, "The names"):
+            errors["env_names"] = problem
+        else:
+            for env_name in self.env_names:
+                try:
+                    env_name_validator(env_name)
+                except ValidationError as error:
+                    errors["env_names"] = f"{env_name}: {error.messages[0]}"
+        if errors:
+            raise ValidationError(errors)
+
+
 class Upstream(TimeStampedModel):
     """An external system tools call: where it is, how long to wait, how to authenticate."""
 
@@ -161,8 +272,18 @@ class Upstream(TimeStampedModel):
     )
     kind = models.CharField(max_length=10, choices=UpstreamKind.choices, default=UpstreamKind.HTTP)
     base_url = models.URLField(
-        max_length=500, verbose_name="base URL",
-        help_text="http(s) URL that versions' paths are appended to, e.g. https://api.example.com/v2.",
+        max_length=500, verbose_name="base URL", blank=True,
+        help_text="http(s) URL that versions' paths are appended to, e.g. https://api.example.com/v2. "
+        "Empty for an MCP server run by a launcher.",
+    )
+    launcher = models.ForeignKey(
+        McpLauncher, on_delete=models.PROTECT, null=True, blank=True, related_name="upstreams",
+        help_text="MCP servers that speak stdio: the platform's launcher that runs the server, "
+        "instead of a URL.",
+    )
+    launcher_args = models.JSONField(
+        default=list, blank=True, verbose_name="launcher arguments",
+        help_text="Arguments appended to the launcher's command, when the launcher allows it.",
     )
     timeout_s = models.FloatField(
         default=10.0, validators=[MinValueValidator(0.1), MaxValueValidator(600)],
@@ -203,8 +324,7 @@ class Upstream(TimeStampedModel):
         errors: dict[str, str] = {}
         if clash := owner_name_clash(self, name=self.name, tenant_id=self.tenant_id, owner=PLATFORM):
             errors["name"] = clash
-        if self.base_url and not self.base_url.lower().startswith(("http://", "https://")):
-            errors["base_url"] = "Use an http:// or https:// URL."
+        errors.update(self._where_problems())
         credential = self.credential
         if credential is not None and credential.tenant_id != self.tenant_id:
             errors["credential"] = (
@@ -217,3 +337,35 @@ class Upstream(TimeStampedModel):
             )
         if errors:
             raise ValidationError(errors)
+
+    def _where_problems(self) -> dict[str, str]:
+        """Where the upstream is: a URL, or (MCP servers only) a launcher and its arguments."""
+        if self.launcher_id is None:
+            if self.launcher_args:
+                return {"launcher_args": "Arguments go to a launcher; name one, or leave them out."}
+            if not self.base_url:
+                return {"base_url": "Give the upstream's URL (or, for an MCP server, a launcher)."}
+            if not self.base_url.lower().startswith(("http://", "https://")):
+                return {"base_url": "Use an http:// or https:// URL."}
+            if self.credential is not None and self.credential.kind == CredentialKind.ENV:
+                return {"credential": "A credential of kind env fills a stdio server's environment; "
+                        "an upstream with a URL needs one sent over HTTP."}
+            return {}
+        launcher = self.launcher
+        assert launcher is not None
+        if self.kind != UpstreamKind.MCP:
+            return {"launcher": "Only an MCP server is run by a launcher; an HTTP API has a URL."}
+        if self.base_url:
+            return {"base_url": "An upstream run by a launcher has no URL: leave it empty."}
+        if problem := _string_list_problem(self.launcher_args, "The arguments"):
+            return {"launcher_args": problem}
+        if self.launcher_args and not launcher.allow_args:
+            return {"launcher_args": f"Launcher {launcher.name} takes no arguments from an upstream."}
+        credential = self.credential
+        if credential is not None and credential.kind != CredentialKind.ENV:
+            return {"credential": "A stdio server takes its credential in its environment: use a "
+                    "credential of kind env."}
+        if credential is not None and credential.field not in launcher.env_names:
+            return {"credential": f"Launcher {launcher.name} lets credentials fill "
+                    f"{', '.join(launcher.env_names) or 'no environment variable'}, not {credential.field}."}
+        return {}

@@ -262,6 +262,12 @@ TOOLHUB_MCP_SESSION_IDLE_S = env.float("TOOLHUB_MCP_SESSION_IDLE_S", default=300
 # Seconds a web or worker process gives, once started and on a thread of its own, to open the
 # sessions of the MCP upstreams its granted tools call (0: none opened before the first call).
 TOOLHUB_MCP_WARM_S = env.float("TOOLHUB_MCP_WARM_S", default=5.0)
+# stdio MCP servers (launchers) run under the MCP bridge, one per machine (`manage.py
+# mcp_bridge`, started by `make run`; apps/bridge): the executors reach it on loopback, by
+# default on the port after the demo MCP server's. Each process gets a scratch directory here.
+TOOLHUB_MCP_BRIDGE_PORT = env.int("TOOLHUB_MCP_BRIDGE_PORT", default=TOOLHUB_DEMO_MCP_PORT + 1)
+TOOLHUB_MCP_BRIDGE_URL = env.str("TOOLHUB_MCP_BRIDGE_URL", default=f"http://127.0.0.1:{TOOLHUB_MCP_BRIDGE_PORT}")
+TOOLHUB_MCP_SCRATCH_DIR = Path(env.str("TOOLHUB_MCP_SCRATCH_DIR", default=str(VAR_DIR / "mcp-scratch")))
 TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL = env.int("TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL", default=10_000)
 TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = env.int("TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES", default=10 * 1024 * 1024)
 # `seed_demo` derives the admin password from SECRET_KEY unless this is set.
