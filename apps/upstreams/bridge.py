@@ -7,22 +7,30 @@ per-user credential, each end user) has processes of its own:
     {TOOLHUB_MCP_BRIDGE_URL}/upstreams/{upstream id}/{tenant id | "platform"}/{subject key | "-"}/mcp
 
 Requests carry `Authorization: Bearer <bridge token>` (derived from SECRET_KEY: only ToolHub's
-own processes have it) and, when the upstream has a credential, its value in `Toolhub-Credential`;
-the bridge puts it in the environment variable the credential names. The value travels as a
-header so that the executors' redaction (apps/gateway/executors/endpoint.py), which hides every
-header value sent from what the model reads, hides it as it hides any other credential.
+own processes have it), what to run in `Toolhub-Launch` (the launcher's command, paths,
+environment names and limits, and the upstream's arguments: `launch_spec`, as base64url JSON)
+and, when the upstream has a credential, its value in `Toolhub-Credential`, which the bridge
+puts in the environment variable the credential names. The bridge needs no database: what
+runs is what the launcher row said when the call was made, and a changed launcher makes a new
+process (the spec is part of what a process is kept under). The credential travels as a
+header of its own so that the executors' redaction (apps/gateway/executors/endpoint.py), which
+hides every header value sent from what the model reads, hides it as any other credential.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
 CREDENTIAL_HEADER = "Toolhub-Credential"
+LAUNCH_HEADER = "Toolhub-Launch"
 PLATFORM_SEGMENT = "platform"
 NO_SUBJECT_SEGMENT = "-"
 PATH_PATTERN = re.compile(
@@ -48,11 +56,38 @@ def bridge_url(*, upstream_id: int, tenant_id: int | None, subject: str) -> str:
     return f"{settings.TOOLHUB_MCP_BRIDGE_URL.rstrip('/')}/upstreams/{upstream_id}/{tenant}/{person}/mcp"
 
 
-def bridge_headers(*, credential_value: str | None) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {bridge_token()}"}
+def launch_spec(*, launcher: Any, args: list[str], env_name: str | None) -> dict[str, Any]:
+    """What the bridge runs for an upstream: its launcher's (an McpLauncher) command and
+    confinement, the upstream's arguments, and the variable its credential fills (or None)."""
+    return {
+        "launcher": launcher.name,
+        "command": [*launcher.command, *args],
+        "read_paths": list(launcher.read_paths),
+        "write_paths": list(launcher.write_paths),
+        "env_name": env_name,
+        "network": launcher.network,
+        "memory_mb": launcher.memory_mb,
+        "cpu_s": launcher.cpu_s,
+        "max_processes": launcher.max_processes,
+        "max_open_files": launcher.max_open_files,
+        "idle_stop_s": launcher.idle_stop_s,
+    }
+
+
+def bridge_headers(*, spec: dict[str, Any], credential_value: str | None) -> dict[str, str]:
+    encoded = base64.urlsafe_b64encode(json.dumps(spec, sort_keys=True).encode()).decode()
+    headers = {"Authorization": f"Bearer {bridge_token()}", LAUNCH_HEADER: encoded}
     if credential_value is not None:
         headers[CREDENTIAL_HEADER] = credential_value
     return headers
+
+
+def spec_from_header(value: str) -> dict[str, Any]:
+    """The launch spec a request carries; ValueError when it is not one."""
+    spec = json.loads(base64.urlsafe_b64decode(value.encode()))
+    if not isinstance(spec, dict) or not isinstance(spec.get("command"), list):
+        raise ValueError("not a launch spec")
+    return spec
 
 
 @dataclass(frozen=True)
