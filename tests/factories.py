@@ -1,14 +1,15 @@
 """factory_boy factories shared by the whole suite."""
 
 import logging
+import sys
 from typing import Any
 
 import factory
 
 from apps.catalog.models import Tool, ToolVersion
 from apps.tenancy.models import Agent, Grant, Tenant
-from apps.upstreams.models import Credential, SubjectCredential, Upstream
-from apps.upstreams.services import credential_set, credential_set_for_subject, upstream_save
+from apps.upstreams.models import Credential, McpLauncher, SubjectCredential, Upstream
+from apps.upstreams.services import credential_set, credential_set_for_subject, launcher_save, upstream_save
 
 # factory_boy logs every call's arguments at DEBUG, a credential's value among them: the
 # tests that capture every record at DEBUG to show a secret is never logged must read only
@@ -110,6 +111,22 @@ class SubjectCredentialFactory(factory.django.DjangoModelFactory):
     def _create(cls, model_class: type[SubjectCredential], *args: Any, agent: Agent, **fields: Any
                 ) -> SubjectCredential:
         return credential_set_for_subject(agent_id=agent.pk, **fields)
+
+
+class McpLauncherFactory(factory.django.DjangoModelFactory):
+    """A launcher registered by the service (validated, audited): `mcp-server-time` from this
+    suite's own environment by default (a dev dependency), told to use UTC."""
+
+    class Meta:
+        model = McpLauncher
+
+    name = factory.Sequence(lambda n: f"launcher-{n}")
+    command = factory.LazyFunction(lambda: [f"{sys.prefix}/bin/mcp-server-time", "--local-timezone", "UTC"])
+    actor = "test"
+
+    @classmethod
+    def _create(cls, model_class: type[McpLauncher], *args: Any, actor: str, **fields: Any) -> McpLauncher:
+        return launcher_save(launcher=model_class(**fields), actor=actor)
 
 
 class UpstreamFactory(factory.django.DjangoModelFactory):

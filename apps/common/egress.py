@@ -241,7 +241,18 @@ def _policy(allow: tuple[str, ...], public: bool) -> EgressPolicy:
 
 
 def egress_policy() -> EgressPolicy:
-    """The policy of the current settings (parsed once per distinct value)."""
+    """The policy of the current settings (parsed once per distinct value). The MCP bridge
+    (TOOLHUB_MCP_BRIDGE_URL) is always reachable: it is ToolHub's own service for stdio
+    servers, and it answers only requests carrying the token ToolHub derives from SECRET_KEY,
+    so a curator who points an upstream at it reaches nothing."""
     allow = settings.TOOLHUB_EGRESS_ALLOW
     patterns = tuple(allow.split(",") if isinstance(allow, str) else allow)
-    return _policy(patterns, bool(settings.TOOLHUB_EGRESS_PUBLIC))
+    bridge = _bridge_pattern(settings.TOOLHUB_MCP_BRIDGE_URL)
+    return _policy((*patterns, bridge), bool(settings.TOOLHUB_EGRESS_PUBLIC))
+
+
+@lru_cache(maxsize=4)
+def _bridge_pattern(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    return f"[{host}]:{parts.port or 80}" if ":" in host else f"{host}:{parts.port or 80}"

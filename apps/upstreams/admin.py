@@ -16,11 +16,18 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.common.admin import ReadOnlyInline, TenantScopedAdmin, admin_actor
+from apps.common.admin import ReadOnlyInline, TenantScopedAdmin, ToolHubAdmin, admin_actor
 from apps.common.egress import egress_policy
 
-from .models import Credential, SubjectCredential, Upstream, value_problem
-from .services import credential_delete, credential_set, upstream_delete, upstream_save
+from .models import Credential, McpLauncher, SubjectCredential, Upstream, value_problem
+from .services import (
+    credential_delete,
+    credential_set,
+    launcher_delete,
+    launcher_save,
+    upstream_delete,
+    upstream_save,
+)
 
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldGroups
@@ -30,8 +37,96 @@ def _owner(obj: Upstream | Credential) -> str:
     return obj.tenant.slug if obj.tenant is not None else "platform"
 
 
+class LinesField(forms.CharField):
+    """A list of strings edited one per line (a path, an argument or a name may hold spaces,
+    so no other separator is safe); blank lines are dropped."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 80, "spellcheck": "false"})
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.pop("encoder", None)
+        kwargs.pop("decoder", None)
+        kwargs.pop("max_length", None)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class LinesFieldsMixin:
+    """Edits the JSON lists named in `lines_fields` one item per line (the first required)."""
+
+    lines_fields: tuple[str, ...] = ()
+    required_lines_fields: tuple[str, ...] = ()
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name in self.lines_fields:
+            kwargs.update(
+                form_class=LinesField, help_text=f"One per line. {db_field.help_text}",
+                required=db_field.name in self.required_lines_fields,
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)  # type: ignore[misc]
+
+
+@admin.register(McpLauncher)
+class McpLauncherAdmin(LinesFieldsMixin, ToolHubAdmin):
+    """Launchers are the platform's: running a command is running code on ToolHub's machines,
+    so only superusers see and change them (the paths and limits are the machines' business).
+    Tenant staff choose one by name in an upstream's form."""
+
+    list_display = ("name", "executable", "allow_args", "network", "memory_mb", "cpu_s", "upstream_count")
+    search_fields = ("name", "description")
+    ordering = ("name",)
+    fieldsets = (
+        (None, {"fields": ("name", "description", "command", "allow_args", "env_names")}),
+        ("Confinement", {"fields": ("read_paths", "write_paths", "network", "memory_mb", "cpu_s",
+                                    "max_processes", "max_open_files", "idle_stop_s")}),
+        ("History", {"fields": ("created_at", "updated_at")}),
+    )
+    readonly_fields = ("created_at", "updated_at")
+    lines_fields = ("command", "read_paths", "write_paths", "env_names")
+    required_lines_fields = ("command",)
+
+    @admin.display(description="executable")
+    def executable(self, obj: McpLauncher) -> str:
+        return obj.command[0] if obj.command else "-"
+
+    @admin.display(description="upstreams")
+    def upstream_count(self, obj: McpLauncher) -> int:
+        return obj.upstreams.count()
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self.has_module_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def save_model(self, request: HttpRequest, obj: McpLauncher, form: Any, change: bool) -> None:
+        launcher_save(launcher=obj, actor=admin_actor(request))
+
+    def delete_model(self, request: HttpRequest, obj: McpLauncher) -> None:
+        launcher_delete(launcher=obj, actor=admin_actor(request))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[McpLauncher]) -> None:
+        for launcher in queryset:
+            launcher_delete(launcher=launcher, actor=admin_actor(request))
+
+
 @admin.register(Upstream)
-class UpstreamAdmin(TenantScopedAdmin):
+class UpstreamAdmin(LinesFieldsMixin, TenantScopedAdmin):
     include_shared = True
     # An upstream takes a credential of its own owner: tenant staff are offered only theirs.
     related_tenant_paths = {
@@ -40,15 +135,16 @@ class UpstreamAdmin(TenantScopedAdmin):
     formfield_overrides = {
         **TenantScopedAdmin.formfield_overrides, models.URLField: {"assume_scheme": "https"},
     }
-    list_display = ("name", "owner", "kind", "base_url", "credential", "egress")
-    list_select_related = ("tenant", "credential")
+    lines_fields = ("launcher_args",)
+    list_display = ("name", "owner", "kind", "where", "credential", "egress")
+    list_select_related = ("tenant", "credential", "launcher")
     list_filter = ("kind", ("tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("name", "base_url")
     ordering = ("name",)
     fieldsets = (
         (None, {"fields": ("name", "tenant", "kind", "base_url", "timeout_s", "credential", "egress")}),
-        ("MCP server", {"fields": ("status_tool", "sync_interval_minutes", "suspend_drifted_tools",
-                                   "last_synced_at")}),
+        ("MCP server", {"fields": ("launcher", "launcher_args", "status_tool", "sync_interval_minutes",
+                                   "suspend_drifted_tools", "last_synced_at")}),
         ("History", {"fields": ("created_at", "updated_at")}),
     )
     readonly_fields = ("egress", "last_synced_at", "created_at", "updated_at")
@@ -57,10 +153,19 @@ class UpstreamAdmin(TenantScopedAdmin):
     def owner(self, obj: Upstream) -> str:
         return _owner(obj)
 
+    @admin.display(description="where", ordering="base_url")
+    def where(self, obj: Upstream) -> str:
+        if obj.launcher is None:
+            return obj.base_url
+        return " ".join(["launcher", obj.launcher.name, *obj.launcher_args])
+
     @admin.display(description="egress policy")
     def egress(self, obj: Upstream) -> str:
         """The policy's verdict on the URL as written; the executor checks each resolved
-        address again when it connects."""
+        address again when it connects. A launcher's process has the network only when the
+        launcher says so."""
+        if obj.launcher is not None:
+            return "launcher: with the network" if obj.launcher.network else "launcher: no network"
         if not obj.base_url:
             return "-"
         refusal = egress_policy().url_refusal(obj.base_url)

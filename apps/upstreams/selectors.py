@@ -11,6 +11,7 @@ from django.apps import apps
 from django.db import models
 from django.db.models import Q, QuerySet
 
+from .bridge import bridge_headers, bridge_url, launch_spec
 from .crypto import InvalidToken, decrypt
 from .errors import CredentialUnreadable, SubjectCredentialMissing, UpstreamNotFound
 from .models import Credential, CredentialKind, SubjectCredential, Upstream
@@ -50,7 +51,8 @@ def upstream_label(*, name: str, tenant_slug: str | None) -> str:
 
 def upstream_get(*, tenant_id: int | None, name: str) -> Upstream | None:
     """The upstream of that name the tenant may use, or None."""
-    return upstreams_visible(tenant_id=tenant_id).select_related("credential").filter(name=name).first()
+    visible = upstreams_visible(tenant_id=tenant_id).select_related("credential", "launcher")
+    return visible.filter(name=name).first()
 
 
 def credential_get(*, tenant_id: int | None, name: str) -> Credential | None:
@@ -89,11 +91,14 @@ def _value_for(upstream: Upstream, credential: Credential, subject: str, agent_i
 
 
 def upstream_for_call(
-    *, tenant_id: int | None, name: str, subject: str, agent_id: int | None = None
+    *, tenant_id: int | None, name: str, subject: str, agent_id: int | None = None,
+    calling_tenant_id: int | None = None,
 ) -> ResolvedUpstream:
     """The upstream `name` as the tenant's tool calls it, for the session's `subject` ("" for
     none) through the agent `agent_id` (None: no agent, as for a drift check), with its
-    credential's value decrypted into the auth headers or query.
+    credential's value decrypted into the auth headers or query. `tenant_id` owns the tool
+    (None: the platform); `calling_tenant_id` is the tenant whose call it is when another
+    (a platform tool's caller), for a stdio server run for that tenant alone.
 
     Raises UpstreamNotFound (none visible to the tenant; CredentialUnreadable, a subclass,
     when no configured key decrypts its credential) or SubjectCredentialMissing (a per-user
@@ -102,14 +107,36 @@ def upstream_for_call(
     upstream = upstream_get(tenant_id=tenant_id, name=name)
     if upstream is None:
         raise UpstreamNotFound(name)
-    headers: dict[str, str] = {}
-    query: dict[str, str] = {}
     credential = upstream.credential
-    if credential is not None:
-        headers, query = _auth(credential, _value_for(upstream, credential, subject, agent_id))
+    value = None if credential is None else _value_for(upstream, credential, subject, agent_id)
+    if upstream.launcher is not None:
+        caller = tenant_id if calling_tenant_id is None else calling_tenant_id
+        return _bridged(upstream, tenant_id=caller, subject=subject, value=value)
+    headers, query = ({}, {}) if credential is None or value is None else _auth(credential, value)
     return ResolvedUpstream(
         name=upstream.name, kind=upstream.kind, base_url=upstream.base_url, timeout_s=upstream.timeout_s,
         status_tool=upstream.status_tool, auth_headers=headers, auth_query=query,
+    )
+
+
+def _bridged(
+    upstream: Upstream, *, tenant_id: int | None, subject: str, value: str | None
+) -> ResolvedUpstream:
+    """A stdio MCP server as the executors reach it: the bridge's address of the process that
+    serves this tenant (and, with a per-user credential, this end user), told what to run."""
+    credential = upstream.credential
+    spec = launch_spec(
+        launcher=upstream.launcher, args=list(upstream.launcher_args),
+        env_name=credential.field if credential is not None else None,
+    )
+    per_user = credential is not None and credential.per_subject
+    return ResolvedUpstream(
+        name=upstream.name, kind=upstream.kind, timeout_s=upstream.timeout_s,
+        status_tool=upstream.status_tool,
+        base_url=bridge_url(
+            upstream_id=upstream.pk, tenant_id=tenant_id, subject=subject if per_user else ""
+        ),
+        auth_headers=bridge_headers(spec=spec, credential_value=value),
     )
 
 

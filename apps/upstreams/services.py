@@ -18,7 +18,7 @@ from apps.common.catalog_generation import catalog_changed
 
 from .crypto import encrypt, reencrypt
 from .errors import SubjectsFull
-from .models import Credential, SubjectCredential, Upstream, last4, owned_by, value_problem
+from .models import Credential, McpLauncher, SubjectCredential, Upstream, last4, owned_by, value_problem
 
 
 def _lock_name(kind: str, name: str) -> None:
@@ -47,11 +47,39 @@ def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
             action="upstream.create" if creating else "upstream.update",
             data={
                 "name": upstream.name, "kind": upstream.kind, "base_url": upstream.base_url,
+                "launcher": upstream.launcher.name if upstream.launcher is not None else None,
+                "launcher_args": upstream.launcher_args,
                 "credential": upstream.credential.name if upstream.credential is not None else None,
             },
         )
         catalog_changed()
     return upstream
+
+
+def launcher_save(*, launcher: McpLauncher, actor: str) -> McpLauncher:
+    """Create or update a launcher (a platform decision: callers check the actor is a
+    superuser or the operator's shell). Validates, writes it and an audit event of what it
+    runs and may touch."""
+    creating = launcher.pk is None
+    with transaction.atomic():
+        audited_save(
+            launcher, tenant_id=None, actor=actor,
+            action="launcher.create" if creating else "launcher.update",
+            data={
+                "name": launcher.name, "command": launcher.command, "read_paths": launcher.read_paths,
+                "write_paths": launcher.write_paths, "env_names": launcher.env_names,
+                "allow_args": launcher.allow_args, "network": launcher.network,
+            },
+        )
+    return launcher
+
+
+def launcher_delete(*, launcher: McpLauncher, actor: str) -> None:
+    """Delete a launcher no upstream names (ProtectedError otherwise)."""
+    with transaction.atomic():
+        audit_record(tenant_id=None, actor=actor, action="launcher.delete", target=launcher,
+                     data={"name": launcher.name})
+        launcher.delete()
 
 
 def upstream_mark_synced(*, upstream_id: int, at: datetime) -> None:

@@ -29,6 +29,7 @@ from tests.catalog.factories import published
 from tests.factories import (
     AgentFactory,
     CredentialFactory,
+    McpLauncherFactory,
     SubjectCredentialFactory,
     TenantFactory,
     ToolFactory,
@@ -263,6 +264,13 @@ def _upstream(rows: TenantRows) -> models.Model:
         tenant=rows["tenancy.Tenant"], name=f"{rows.slug}-api", base_url=f"https://api.{rows.slug}.example",
         credential=rows["upstreams.Credential"],
     )
+
+
+@maker("upstreams.McpLauncher")
+def _launcher(rows: TenantRows) -> models.Model:
+    """A platform row: its name (which every tenant's upstream form offers) says nothing of a
+    tenant, its description, which only superusers see, does."""
+    return McpLauncherFactory(description=f"Run for {rows.slug}.")
 
 
 @maker("catalog.DriftFinding")

@@ -83,7 +83,8 @@ def _upstream(request: ExecutionRequest) -> ResolvedUpstream:
     try:
         owner = None if request.platform_owned else request.tenant_id
         upstream = upstream_for_call(
-            tenant_id=owner, name=name, subject=request.subject, agent_id=request.agent_id
+            tenant_id=owner, name=name, subject=request.subject, agent_id=request.agent_id,
+            calling_tenant_id=request.tenant_id,
         )
     except (UpstreamNotFound, SubjectCredentialMissing) as exc:
         logger.warning(

@@ -46,7 +46,9 @@ def warm_mcp_sessions(uses: list[McpUse], *, timeout_s: float) -> Warmed:
     skipped = 0
     for use in uses:
         try:
-            upstream = upstream_for_call(tenant_id=use.owner_id, name=use.upstream, subject="")
+            upstream = upstream_for_call(
+                tenant_id=use.owner_id, name=use.upstream, subject="", calling_tenant_id=use.tenant_id
+            )
             if upstream.kind != UpstreamKind.MCP:
                 raise UpstreamNotFound(use.upstream)
             endpoint = endpoint_of(upstream)
