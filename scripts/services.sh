@@ -26,3 +26,18 @@ need_redis() {
   echo "Install it (Debian: apt-get install redis-server) or set CELERY_BROKER_URL/CACHE_URL." >&2
   return 1
 }
+
+# The MCP bridge runs stdio MCP servers under bubblewrap (apps/bridge): install Debian's
+# package where we may, else say what is missing (the bridge refuses to start without it).
+need_bubblewrap() {
+  if command -v bwrap >/dev/null 2>&1; then return 0; fi
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "Installing Debian's bubblewrap (the isolation of stdio MCP servers)…"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bubblewrap; }
+    return 0
+  fi
+  echo "bubblewrap (bwrap) is not installed: stdio MCP servers cannot run." >&2
+  echo "Install it (Debian: apt-get install bubblewrap)." >&2
+  return 1
+}
