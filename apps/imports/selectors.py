@@ -28,12 +28,12 @@ DESCRIPTION_CHARS = 300
 
 
 def mcp_tool_definitions(*, tenant: Tenant | None, upstream: str) -> tuple[str, list[dict[str, Any]]]:
-    """The URL of the MCP server `upstream` (the tenant's or the platform's; the platform's
+    """Where the MCP server `upstream` is (its URL or launcher; the tenant's or the platform's; the platform's
     only for no tenant) and every tool it lists now (`tools/list`, through the egress policy
     with the upstream's credential). Raises ImportRefused saying why it could not be listed."""
     try:
         resolved = upstream_for_call(tenant_id=tenant.pk if tenant else None, name=upstream, subject="")
-        return resolved.base_url, list_mcp_tools(resolved, tenant_id=tenant.pk if tenant else None)
+        return resolved.where, list_mcp_tools(resolved, tenant_id=tenant.pk if tenant else None)
     except UpstreamNotFound:
         raise ImportRefused(_no_such_upstream(tenant, upstream)) from None
     except SubjectCredentialMissing as error:

@@ -155,9 +155,7 @@ class UpstreamAdmin(LinesFieldsMixin, TenantScopedAdmin):
 
     @admin.display(description="where", ordering="base_url")
     def where(self, obj: Upstream) -> str:
-        if obj.launcher is None:
-            return obj.base_url
-        return " ".join(["launcher", obj.launcher.name, *obj.launcher_args])
+        return obj.launched_as or obj.base_url
 
     @admin.display(description="egress policy")
     def egress(self, obj: Upstream) -> str:

@@ -338,6 +338,13 @@ class Upstream(TimeStampedModel):
         if errors:
             raise ValidationError(errors)
 
+    @property
+    def launched_as(self) -> str:
+        """A stdio server's launcher and arguments as people name it; "" for one at a URL."""
+        if self.launcher is None:
+            return ""
+        return " ".join(["launcher", self.launcher.name, *self.launcher_args])
+
     def _where_problems(self) -> dict[str, str]:
         """Where the upstream is: a URL, or (MCP servers only) a launcher and its arguments."""
         if self.launcher_id is None:

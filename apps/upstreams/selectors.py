@@ -32,6 +32,13 @@ class ResolvedUpstream:
     status_tool: str = ""
     auth_headers: dict[str, str] = field(default_factory=dict, repr=False)
     auth_query: dict[str, str] = field(default_factory=dict, repr=False)
+    # A stdio server's launcher and arguments, as people name it ("" for an upstream at a URL).
+    launched_as: str = ""
+
+    @property
+    def where(self) -> str:
+        """Where the upstream is, for a report: its URL, or the launcher that runs it."""
+        return self.launched_as or self.base_url
 
 
 def upstreams_visible(*, tenant_id: int | None) -> QuerySet[Upstream]:
@@ -137,6 +144,7 @@ def _bridged(
             upstream_id=upstream.pk, tenant_id=tenant_id, subject=subject if per_user else ""
         ),
         auth_headers=bridge_headers(spec=spec, credential_value=value),
+        launched_as=upstream.launched_as,
     )
 
 
