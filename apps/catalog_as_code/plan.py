@@ -188,6 +188,7 @@ class CatalogPlanner:
             into.append(UpstreamSave(
                 path=f"upstreams.{name}", text=text, name=name,
                 settings={k: upstream[k] for k in UPSTREAM_FIELDS}, credential=credential,
+                launcher=upstream.get("launcher"), launcher_args=tuple(upstream.get("launcher_args", ())),
             ))
         for name in sorted(set(current) - set(wanted)):
             self.notes.append(f"upstreams.{name}: not in the file; left as it is (apply never deletes "

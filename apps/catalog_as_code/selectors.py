@@ -27,7 +27,7 @@ def tenant_catalog_snapshot(*, tenant: Tenant) -> tuple[dict[str, Any], Context]
         "tool", "agent", "pinned_version"
     )
     policies = TenantPolicy.objects.for_tenant(tenant).select_related("tool")
-    upstreams = Upstream.objects.filter(tenant=tenant).select_related("credential")
+    upstreams = Upstream.objects.filter(tenant=tenant).select_related("credential", "launcher")
     document = tenant_document(
         tenant_slug=tenant.slug, tools=tools, toolsets=toolsets, upstreams=upstreams, grants=grants,
         policies=policies,
@@ -58,7 +58,7 @@ def platform_catalog_snapshot() -> dict[str, Any]:
     return platform_document(
         tools=Tool.objects.filter(tenant__isnull=True).select_related("replaced_by").prefetch_related("versions"),
         toolsets=Toolset.objects.filter(tenant__isnull=True).prefetch_related("tools", "phases__tools"),
-        upstreams=Upstream.objects.filter(tenant__isnull=True).select_related("credential"),
+        upstreams=Upstream.objects.filter(tenant__isnull=True).select_related("credential", "launcher"),
         tenants=Tenant.objects.all(),
         agents=Agent.objects.all(),
         grants=Grant.objects.filter(tool__tenant__isnull=True).select_related(

@@ -31,7 +31,7 @@ from apps.tenancy.services import (
     tenant_policy_save,
     tenant_save,
 )
-from apps.upstreams.models import Upstream, owned_by
+from apps.upstreams.models import McpLauncher, Upstream, owned_by
 from apps.upstreams.services import credential_declare, upstream_save
 
 from .document import Problem, problems_of
@@ -234,6 +234,7 @@ def _upstream_save(step: UpstreamSave, tenant: Tenant | None, actor: str, note: 
         or Upstream(tenant=tenant, name=step.name)
     for name, value in step.settings.items():
         setattr(upstream, name, value)
+    upstream.launcher, upstream.launcher_args = _launcher(step.launcher), list(step.launcher_args)
     upstream.credential = None
     if step.credential is not None:
         upstream.credential = credential_declare(
@@ -241,6 +242,18 @@ def _upstream_save(step: UpstreamSave, tenant: Tenant | None, actor: str, note: 
             field=step.credential["field"], actor=actor,
         )
     upstream_save(upstream=upstream, actor=actor)
+
+
+def _launcher(name: str | None) -> McpLauncher | None:
+    if name is None:
+        return None
+    launcher = McpLauncher.objects.filter(name=name).first()
+    if launcher is None:
+        raise ValidationError({"launcher": (
+            f"No launcher {name!r} on this installation. Launchers are the platform's: an operator "
+            "registers it first (manage.py add_mcp_launcher, or the admin as a superuser)."
+        )})
+    return launcher
 
 
 def _shared_grant_save(step: SharedGrantSave, tenant: None, actor: str, note: str) -> None:

@@ -60,6 +60,9 @@ class StatusChange(Step):
 class UpstreamSave(Step):
     name: str = ""
     settings: Mapping[str, Any] = field(default_factory=dict)
+    # A stdio MCP server's launcher (by name) and arguments; None for an upstream at a URL.
+    launcher: str | None = None
+    launcher_args: tuple[str, ...] = ()
     # name, kind, field of the credential it sends; None for none
     credential: Mapping[str, Any] | None = None
 
