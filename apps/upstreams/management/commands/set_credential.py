@@ -1,5 +1,5 @@
-"""`manage.py set_credential NAME --tenant SLUG --kind bearer|basic|header|query [--field NAME]
-[--per-subject]`: create or update a credential, its value read from standard input."""
+"""`manage.py set_credential NAME --tenant SLUG --kind bearer|basic|header|query|env
+[--field NAME] [--per-subject]`: create or update a credential, its value read from standard input."""
 
 from __future__ import annotations
 
@@ -36,7 +36,9 @@ class Command(BaseCommand):
         add_owner_arguments(parser)
         parser.add_argument("--kind", choices=CredentialKind.values, required=True)
         parser.add_argument(
-            "--field", default="", help="Header name (kind header) or query parameter name (kind query)."
+            "--field", default="",
+            help="Header name (kind header), query parameter name (kind query) or environment "
+            "variable of a stdio MCP server (kind env).",
         )
         parser.add_argument(
             "--per-subject", action="store_true",
