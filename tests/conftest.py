@@ -7,6 +7,7 @@ import pytest
 from django.core.cache import cache
 
 from apps.upstreams.models import Upstream
+from tests.bridge_server import BridgeServer, bridge_server
 from tests.factories import UpstreamFactory
 from tests.mcp_upstream import McpUpstream, mcp_upstream
 
@@ -40,3 +41,18 @@ def shipping() -> Iterator[McpUpstream]:
 def shipping_upstream(agent, shipping: McpUpstream) -> Upstream:
     """The agent's tenant's upstream `shipping`: that server, with its bearer key SHIPPING_KEY."""
     return UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url)
+
+
+@pytest.fixture(scope="session")
+def mcp_bridge_server(tmp_path_factory) -> Iterator[BridgeServer]:
+    """The MCP bridge (`manage.py mcp_bridge`, tests/bridge_server.py), real, in a subprocess,
+    one for the whole test session."""
+    with bridge_server(tmp_path_factory.mktemp("mcp-bridge")) as running:
+        yield running
+
+
+@pytest.fixture
+def mcp_bridge(mcp_bridge_server: BridgeServer, settings) -> BridgeServer:
+    """That bridge, with settings.TOOLHUB_MCP_BRIDGE_URL pointing at it for the test."""
+    settings.TOOLHUB_MCP_BRIDGE_URL = mcp_bridge_server.url
+    return mcp_bridge_server

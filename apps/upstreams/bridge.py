@@ -33,6 +33,14 @@ CREDENTIAL_HEADER = "Toolhub-Credential"
 LAUNCH_HEADER = "Toolhub-Launch"
 PLATFORM_SEGMENT = "platform"
 NO_SUBJECT_SEGMENT = "-"
+# What the bridge says when a request could not be served by the process (`error.data.reason`
+# of its JSON-RPC error). NOT_RUNNING: there is no process to send it to (it could not be
+# started, or it died and is started again after a backoff): HTTP 503, JSON-RPC code -32600
+# (invalid request), nothing reached the server, and calling again after `retry_after_s` may
+# work. PROCESS_STOPPED: the process ended while the request was in flight (JSON-RPC -32603):
+# the server may have run it.
+NOT_RUNNING = "process_not_running"
+PROCESS_STOPPED = "process_stopped"
 PATH_PATTERN = re.compile(
     r"^/upstreams/(?P<upstream>[0-9]+)/(?P<tenant>[0-9]+|platform)/(?P<subject>[0-9a-f]{32}|-)/mcp/?$"
 )

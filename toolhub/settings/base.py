@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "apps.ledger",
     "apps.audit",
     "apps.upstreams",
+    "apps.bridge",
     "apps.capabilities",
     "apps.catalog_as_code",
     "apps.gateway",
