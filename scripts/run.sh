@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # `make run`: the whole demo on one machine that has only Python. Migrates, seeds the demo,
 # then runs the web server (admin, agent API, demo payments upstream), a Celery worker,
-# Celery beat and the demo shipping MCP server side by side, prints the banner (logins,
-# key, URLs) once they answer, and runs until Ctrl-C, which stops all four and exits 0.
+# Celery beat, the demo shipping MCP server and the MCP bridge (stdio MCP servers, under
+# bubblewrap: installed here when it can be, else the bridge is left out and said so) side
+# by side, prints the banner (logins, key, URLs) once they answer, and runs until Ctrl-C,
+# which stops them all and exits 0.
 #
 # Defaults need no service: SQLite and a filesystem broker under var/ (TOOLHUB_VAR_DIR
 # moves it). DATABASE_URL and CELERY_BROKER_URL (environment or .env) switch to
 # PostgreSQL / Redis; TOOLHUB_PORT moves the server off 8000, TOOLHUB_DEMO_MCP_PORT the demo
-# MCP server off the port after it.
+# MCP server off the port after it, TOOLHUB_MCP_BRIDGE_PORT the bridge off the port after that.
 #
 # Logs are for a person at a terminal: plain one-line records, coloured on a terminal,
 # and routine lines (startup, beat's periodic jobs, probes) at DEBUG, so the terminal
 # shows what happens. LOG_FORMAT, LOG_COLOR and LOG_ROUTINE_LEVEL in the environment win.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/services.sh
 
 PY=.venv/bin/python
 BIN=.venv/bin
@@ -44,7 +47,9 @@ allow=$(setting TOOLHUB_EGRESS_ALLOW)
 # TOOLHUB_DEMO_SHIPPING_MCP_URL from TOOLHUB_DEMO_MCP_PORT, by default TOOLHUB_PORT + 1).
 MCP_PORT=$(setting TOOLHUB_DEMO_MCP_PORT)
 MCP_PORT=${MCP_PORT:-$((PORT + 1))}
-export TOOLHUB_PORT=$PORT TOOLHUB_DEMO_MCP_PORT=$MCP_PORT
+BRIDGE_PORT=$(setting TOOLHUB_MCP_BRIDGE_PORT)
+BRIDGE_PORT=${BRIDGE_PORT:-$((MCP_PORT + 1))}
+export TOOLHUB_PORT=$PORT TOOLHUB_DEMO_MCP_PORT=$MCP_PORT TOOLHUB_MCP_BRIDGE_PORT=$BRIDGE_PORT
 export TOOLHUB_EGRESS_ALLOW="${allow:+${allow},}127.0.0.1:${PORT},127.0.0.1:${MCP_PORT}"
 # The demo MCP server and seed_demo's credential for it must agree on its key.
 shipping_key=$(setting DEMO_SHIPPING_API_KEY)
@@ -72,7 +77,8 @@ write_run_env() {
     umask 077
     {
       echo "# Written by make run (scripts/run.sh) at each start; manage.py reads it. Do not edit."
-      for name in TOOLHUB_VAR_DIR TOOLHUB_PORT TOOLHUB_DEMO_MCP_PORT TOOLHUB_EGRESS_ALLOW CACHE_URL \
+      for name in TOOLHUB_VAR_DIR TOOLHUB_PORT TOOLHUB_DEMO_MCP_PORT TOOLHUB_MCP_BRIDGE_PORT \
+                  TOOLHUB_EGRESS_ALLOW CACHE_URL \
                   DATABASE_URL CELERY_BROKER_URL; do
         if [ -n "$(setting "$name")" ]; then printf '%s=%s\n' "$name" "$(setting "$name")"; fi
       done
@@ -85,6 +91,7 @@ pids=()
 names=()
 stopping=0
 MCP_SERVER="demo MCP server"
+BRIDGE="MCP bridge"
 
 # Each process runs in a session of its own, so stopping its process group also stops
 # its children (gunicorn and Celery workers) and a Ctrl-C reaches only this script.
@@ -132,12 +139,15 @@ stop() {
   stopping=1
   trap - INT TERM HUP
   if [ ${#pids[@]} -gt 0 ]; then
-    echo "Stopping the web server, the Celery worker, Celery beat and the demo MCP server…"
-    # The demo MCP server last: the web server and the worker hold MCP sessions (open
-    # streams) to it, which their exit closes; stopped first, it would cut each one off
-    # and log it as a response never completed.
+    echo "Stopping the web server, the Celery worker, Celery beat, the demo MCP server and the MCP bridge…"
+    # The MCP servers last: the web server and the worker hold MCP sessions (open streams)
+    # to them, which their exit closes; stopped first, they would cut each one off and log
+    # it as a response never completed.
     for i in "${!pids[@]}"; do
-      if [ "${names[$i]}" = "$MCP_SERVER" ]; then called+=("${pids[$i]}"); else callers+=("${pids[$i]}"); fi
+      case ${names[$i]} in
+        "$MCP_SERVER"|"$BRIDGE") called+=("${pids[$i]}") ;;
+        *) callers+=("${pids[$i]}") ;;
+      esac
     done
     stop_processes "${callers[@]}"
     stop_processes "${called[@]}"
@@ -176,6 +186,7 @@ print_banner() {
    Demo upstream ${BASE_URL}/demo/payments/refunds
    Demo MCP      http://127.0.0.1:${MCP_PORT}/mcp   (shipping: track_shipment, schedule_pickup,
                  pickup_status; README "Govern an MCP server", make it drift: POST /drift)
+   MCP bridge    ${bridge_line}
    Operator demo .venv/bin/python manage.py demo_scenarios   (fills triage, approvals, ledger)
 
  Demo credentials derive from SECRET_KEY: set SECRET_KEY (and TOOLHUB_ADMIN_PASSWORD)
@@ -188,7 +199,7 @@ AGENT_KEY=${agent_key}
 BANNER
 }
 
-echo "Starting the web server, a Celery worker and Celery beat on ${BASE_URL}, the demo MCP server on port ${MCP_PORT}…"
+echo "Starting the web server, a Celery worker and Celery beat on ${BASE_URL}, the demo MCP server on port ${MCP_PORT}, the MCP bridge on port ${BRIDGE_PORT}…"
 start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
   --worker-class gthread --workers 2 --threads 4 --timeout 60 --graceful-timeout 5 \
   --no-control-socket
@@ -196,6 +207,13 @@ start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
 start worker "$BIN/celery" -A toolhub --quiet worker --loglevel "$LOG_LEVEL" --concurrency 2 --hostname "toolhub@%h"
 start beat "$BIN/celery" -A toolhub --quiet beat --loglevel "$LOG_LEVEL"
 start "$MCP_SERVER" "$PY" -m apps.demo_shop.shipping --port "$MCP_PORT"
+# stdio MCP servers run under bubblewrap: without it, the rest of the demo still runs.
+if need_bubblewrap; then
+  start "$BRIDGE" "$PY" manage.py mcp_bridge --port "$BRIDGE_PORT"
+  bridge_line="http://127.0.0.1:${BRIDGE_PORT}   (stdio MCP servers: README \"Servers that speak stdio\")"
+else
+  bridge_line="not started: install bubblewrap to run stdio MCP servers"
+fi
 
 # The banner comes once the server answers /readyz (database and broker reachable) and the
 # demo MCP server its /healthz, so it is the last thing on the screen, not lost above the
@@ -213,6 +231,9 @@ wait_for() {
 }
 wait_for "${BASE_URL}/readyz" "web server" "$PORT"
 wait_for "http://127.0.0.1:${MCP_PORT}/healthz" "demo MCP server" "$MCP_PORT"
+if [ "${names[-1]}" = "$BRIDGE" ]; then
+  wait_for "http://127.0.0.1:${BRIDGE_PORT}/healthz" "MCP bridge" "$BRIDGE_PORT"
+fi
 print_banner
 
 while true; do

@@ -32,13 +32,14 @@ def user_environment() -> dict[str, str]:
     }
 
 
-def make_run_environment(var_dir: Path, port: int, mcp_port: int) -> dict[str, str]:
+def make_run_environment(var_dir: Path, port: int, mcp_port: int, bridge_port: int) -> dict[str, str]:
     """make run's environment on a scratch var dir: whatever the developer's .env says,
     nothing of theirs is used or overwritten."""
     return {
         **user_environment(),
         "TOOLHUB_PORT": str(port),
         "TOOLHUB_DEMO_MCP_PORT": str(mcp_port),
+        "TOOLHUB_MCP_BRIDGE_PORT": str(bridge_port),
         "TOOLHUB_VAR_DIR": str(var_dir),
         "DATABASE_URL": f"sqlite:///{var_dir / 'toolhub.sqlite3'}",
         "CELERY_BROKER_URL": "filesystem://",
@@ -87,11 +88,12 @@ class RunningDemo:
     var_dir: Path
     port: int
     mcp_port: int
+    bridge_port: int
     out: Path
     err: Path
     children: set[int] = field(default_factory=set)
     # When the banner was seen (time.monotonic()), and the statuses of the server's /readyz
-    # and the demo MCP server's /healthz asked for right then.
+    # and the demo MCP server's and the MCP bridge's /healthz asked for right then.
     up_since: float = 0.0
     answered_at_banner: dict[str, int] = field(default_factory=dict)
 
@@ -119,15 +121,16 @@ class RunningDemo:
 
 def start_make_run(tmp_path: Path) -> RunningDemo:
     """scripts/run.sh started and waited for until its banner is printed."""
-    port, mcp_port, var_dir = free_port(), free_port(), tmp_path / "var"
+    port, mcp_port, bridge_port, var_dir = free_port(), free_port(), free_port(), tmp_path / "var"
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as stdout, open(err, "w") as stderr:
         process = subprocess.Popen(
             [str(ROOT / "scripts" / "run.sh")], cwd=ROOT,
-            env=make_run_environment(var_dir, port, mcp_port),
+            env=make_run_environment(var_dir, port, mcp_port, bridge_port),
             stdout=stdout, stderr=stderr, start_new_session=True,
         )
-    demo = RunningDemo(process=process, var_dir=var_dir, port=port, mcp_port=mcp_port, out=out, err=err)
+    demo = RunningDemo(process=process, var_dir=var_dir, port=port, mcp_port=mcp_port,
+                       bridge_port=bridge_port, out=out, err=err)
     try:
         wait_until(
             lambda: "AGENT_KEY=thk_" in out.read_text() or process.poll() is not None,
@@ -138,6 +141,7 @@ def start_make_run(tmp_path: Path) -> RunningDemo:
         demo.answered_at_banner = {
             "readyz": httpx.get(f"{demo.url}/readyz", timeout=5).status_code,
             "demo MCP healthz": httpx.get(f"http://127.0.0.1:{mcp_port}/healthz", timeout=5).status_code,
+            "MCP bridge healthz": httpx.get(f"http://127.0.0.1:{bridge_port}/healthz", timeout=5).status_code,
         }
         demo.children = descendants(process.pid)
     except BaseException:

@@ -51,12 +51,13 @@ def test_make_run_shows_its_banner_once_everything_answers(demo):
     # Given make run, started by a newcomer on an empty var dir
     printed = demo.out.read_text()
 
-    # Then the banner came once the server and the demo MCP server answered, last, naming
-    # their URLs, without Celery's own banners; the database is SQLite in the var dir
-    assert demo.answered_at_banner == {"readyz": 200, "demo MCP healthz": 200}
+    # Then the banner came once the server, the demo MCP server and the MCP bridge answered,
+    # last, naming their URLs, without Celery's own banners; the database is SQLite in the var dir
+    assert demo.answered_at_banner == {"readyz": 200, "demo MCP healthz": 200, "MCP bridge healthz": 200}
     assert printed.index("Starting the web server") < printed.index("ToolHub is running")
     assert f"Admin         http://127.0.0.1:{demo.port}/admin/" in printed
     assert f"Demo MCP      http://127.0.0.1:{demo.mcp_port}/mcp" in printed
+    assert f"MCP bridge    http://127.0.0.1:{demo.bridge_port}   (stdio MCP servers" in printed
     assert "[tasks]" not in printed and "LocalTime ->" not in printed
     assert demo.var_dir.joinpath("toolhub.sqlite3").exists()
 

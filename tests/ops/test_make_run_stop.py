@@ -1,5 +1,5 @@
 """Stopping `make run` as people do: Ctrl-C in its terminal, or `kill -INT` of make's pid
-from another shell. Both stop all four processes cleanly; Ctrl-C exits 0.
+from another shell. Both stop all five processes cleanly; Ctrl-C exits 0.
 
 `make` itself runs here, in a pseudo-terminal of its own (it is the terminal's foreground
 process group, as in a shell): make's own handling of SIGINT is what is under test.
@@ -34,6 +34,7 @@ class MakeInATerminal:
     master: int
     port: int
     mcp_port: int
+    bridge_port: int
     output: bytearray = field(default_factory=bytearray)
     children: set[int] = field(default_factory=set)
     status: int | None = None
@@ -67,13 +68,13 @@ class MakeInATerminal:
 
 @pytest.fixture
 def make_in_a_terminal(tmp_path: Path) -> Iterator[MakeInATerminal]:
-    port, mcp_port = free_port(), free_port()
-    env = make_run_environment(tmp_path / "var", port, mcp_port)
+    port, mcp_port, bridge_port = free_port(), free_port(), free_port()
+    env = make_run_environment(tmp_path / "var", port, mcp_port, bridge_port)
     pid, master = pty.fork()
     if pid == 0:  # the child: make, the foreground process group of a new terminal
         os.chdir(ROOT)
         os.execvpe("make", ["make", "-o", ".venv/.installed-run", "run"], env)
-    running = MakeInATerminal(pid=pid, master=master, port=port, mcp_port=mcp_port)
+    running = MakeInATerminal(pid=pid, master=master, port=port, mcp_port=mcp_port, bridge_port=bridge_port)
     threading.Thread(target=running.drain, daemon=True).start()
     try:
         wait_until(lambda: "AGENT_KEY=thk_" in running.text or running.wait(0) is not None,
@@ -106,13 +107,14 @@ def _call_the_demo_mcp_server(running: MakeInATerminal) -> None:
 
 def _all_stopped(running: MakeInATerminal) -> None:
     assert running.children and [pid for pid in running.children if alive(pid)] == []
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"http://127.0.0.1:{running.mcp_port}/healthz", timeout=5)
+    for port in (running.mcp_port, running.bridge_port):
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{running.port}/healthz", timeout=5)
 
 
-def test_ctrl_c_in_the_terminal_stops_all_four_quietly_and_make_exits_0(make_in_a_terminal):
+def test_ctrl_c_in_the_terminal_stops_all_five_quietly_and_make_exits_0(make_in_a_terminal):
     running = make_in_a_terminal
     # Given make run in a terminal, used by an agent (MCP sessions open to the demo server)
     _call_the_demo_mcp_server(running)
@@ -132,7 +134,7 @@ def test_ctrl_c_in_the_terminal_stops_all_four_quietly_and_make_exits_0(make_in_
     _all_stopped(running)
 
 
-def test_kill_int_of_makes_pid_stops_all_four(make_in_a_terminal):
+def test_kill_int_of_makes_pid_stops_all_five(make_in_a_terminal):
     running = make_in_a_terminal
     # Given make run in a terminal
     # When another shell sends SIGINT to make's pid (only to make: not its process group)
