@@ -26,6 +26,8 @@ PORT = int(os.environ.get("BENCH_PORT", "8765"))
 MCP_OVER_REST_LIMIT = 0.10
 # The demo shipping MCP server (apps/demo_shop/shipping), federated through ToolHub's /mcp.
 MCP_PORT = int(os.environ.get("BENCH_MCP_PORT", str(PORT + 1)))
+# The MCP bridge that runs stdio MCP servers for the bench's ToolHub (bench/stdio.py).
+BRIDGE_PORT = int(os.environ.get("BENCH_BRIDGE_PORT", str(PORT + 2)))
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/toolhub_bench")
 ENV = {
     **os.environ,
@@ -36,6 +38,7 @@ ENV = {
     "TOOLHUB_DEMO_PAYMENTS_URL": f"http://127.0.0.1:{PORT}/demo/payments",
     "TOOLHUB_DEMO_SHIPPING_MCP_URL": f"http://127.0.0.1:{MCP_PORT}/mcp",
     "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{PORT},127.0.0.1:{MCP_PORT}",
+    "TOOLHUB_MCP_BRIDGE_URL": f"http://127.0.0.1:{BRIDGE_PORT}",
     "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "100000000",
     "LOG_LEVEL": "WARNING",
 }

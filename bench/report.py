@@ -27,6 +27,7 @@ from .load import WRK_THREADS, Load, Timings
 
 if TYPE_CHECKING:
     from .mcp import McpFigures
+    from .stdio import StdioFigures
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Report:
     admin: list[AdminPage] = field(default_factory=list)
     profile: list[str] = field(default_factory=list)
     mcp: McpFigures | None = None
+    stdio: StdioFigures | None = None
 
 
 def machine_facts() -> list[str]:
@@ -87,19 +89,24 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT MET"
 
 
-def print_report(report: Report, *, profile_only: bool, mcp_only: bool = False) -> None:
-    title = ("ToolHub profile: make profile" if profile_only else
-             "ToolHub benchmark: the MCP part of make bench" if mcp_only else
-             "ToolHub benchmark: one run of make bench")
+def print_report(report: Report, *, only: str | None) -> None:
+    """Every figure of `report`; `only` names the one part run ("profile", "mcp", "stdio")."""
+    title = {
+        "profile": "ToolHub profile: make profile",
+        "mcp": "ToolHub benchmark: the MCP part of make bench",
+        "stdio": "ToolHub benchmark: the stdio part of make bench",
+    }.get(only or "", "ToolHub benchmark: one run of make bench")
     out: list[str] = ["", "=" * 100, title, "=" * 100]
     out += [f"machine: {line}" for line in report.machine]
     out.append(f"load average (1, 5, 15 min): {report.load_average['start']} at start, "
                f"{report.load_average['end']} at end")
-    if not (profile_only or mcp_only):
+    if only is None:
         out += _loads(report) + _batches(report) + _ledger(report)
     if report.mcp is not None:
         out += _mcp(report.mcp)
-    if not mcp_only:
+    if report.stdio is not None:
+        out += report.stdio.lines()
+    if only in (None, "profile"):
         out += ["", "Where the time of one invoke goes (ms per call; SQL = statements, tx = transactions, "
                 "ping = connection health checks, cache = Redis round trips; counts per call):", ""]
         out += report.profile

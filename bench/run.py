@@ -3,6 +3,7 @@
     python -m bench.run              everything below (make bench)
     python -m bench.run --profile    only where the time of one invoke goes (make profile)
     python -m bench.run --mcp        only the MCP loads (6 below)
+    python -m bench.run --stdio      only the stdio MCP server (7 below)
 
 Recreates its own database (BENCH_DATABASE_URL, whose name must contain "bench"), seeds
 the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
@@ -20,7 +21,9 @@ the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
    ledger's admin pages at that size;
 5. where the time of one invoke goes, in-process (bench/stage_profile.py);
 6. MCP (bench/mcp.py): ToolHub's /mcp calling a tool of the demo shipping MCP server vs that
-   server called directly; ToolHub's own /mcp tools/call vs REST invoke of the same tool.
+   server called directly; ToolHub's own /mcp tools/call vs REST invoke of the same tool;
+7. stdio (bench/stdio.py): mcp-server-time called through the SDK's stdio client directly vs
+   through ToolHub (REST invoke → the MCP bridge → the same server under bubblewrap).
 
 Knobs: bench/config.py. Method and figures: docs/performance.md.
 """
@@ -38,8 +41,7 @@ from .load import gunicorn
 
 
 def main() -> None:
-    profile_only = "--profile" in sys.argv[1:]
-    mcp_only = "--mcp" in sys.argv[1:]
+    only = next((flag[2:] for flag in ("--profile", "--mcp", "--stdio") if flag in sys.argv[1:]), None)
     if LEDGER_LARGE <= LEDGER_SMALL:
         raise SystemExit(f"BENCH_LEDGER_ROWS must be more than {LEDGER_SMALL:,}.")
     started_at = load_average()
@@ -60,25 +62,30 @@ def main() -> None:
     from .over_http import measure_over_http
     from .report import Report, machine_facts, print_report
     from .seed import bench_seed
+    from .stdio import mcp_bridge, measure_stdio, seed_stdio
 
     say("Migrating and seeding a fresh bench database…")
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
     cache.clear()  # the bench's own cache database: counters and memos of an earlier run
     access = access_of(demo_seed())
-    if not mcp_only:
+    if only in (None, "profile"):
         bench_seed()
     report = Report(load_average={"start": started_at}, machine=machine_facts())
-    if not profile_only:
+    if only != "profile":
         with gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server, \
-                shipping_server() as shipping_pid:
-            if not mcp_only:
+                shipping_server() as shipping_pid, mcp_bridge():
+            if only is None:
                 measure_over_http(report, server, access)
-            report.mcp = measure_mcp(server, access, shipping_pid)
-    if not mcp_only:
+            if only in (None, "mcp"):
+                report.mcp = measure_mcp(server, access, shipping_pid)
+            if only in (None, "stdio"):
+                seed_stdio()
+                report.stdio = measure_stdio(server, access)
+    if only in (None, "profile"):
         report.profile = profile(access)
     report.load_average["end"] = load_average()
-    print_report(report, profile_only=profile_only, mcp_only=mcp_only)
+    print_report(report, only=only)
 
 
 def _fresh_database() -> None:
