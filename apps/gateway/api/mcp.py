@@ -28,6 +28,8 @@ Behaviour (Streamable HTTP, JSON response mode):
   end user's session (a digest of the `X-ToolHub-Session` token), so loop detection and
   budgets still see one user's calls together across requests; `X-ToolHub-Task` names a
   narrower one (a conversation).
+- An accepted or approval-gated call answers as a task where the client takes tasks, and
+  tasks/* follow it (mcp_tasks.py, on 2025-11-25 and 2026-07-28).
 """
 
 from __future__ import annotations
