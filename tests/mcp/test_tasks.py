@@ -29,6 +29,7 @@ from apps.gateway.api import mcp_tasks
 from apps.gateway.execution import execute_async_entry
 from apps.ledger.approvals import approval_decide
 from apps.ledger.models import Approval, LedgerEntry
+from apps.ledger.services import ledger_mark_unknown
 from apps.tenancy.models import Agent
 from apps.tenancy.services import agent_key_issue
 
@@ -347,3 +348,35 @@ def test_revisions_before_2025_11_25_have_no_tasks(client, key, publish_tool, se
     assert "execution" not in listed["tools"][0]
     missing = _rpc(client, "tasks/get", {"taskId": "x"}, key=key, headers=headers).json()["error"]
     assert missing["code"] == types.METHOD_NOT_FOUND
+
+
+@pytest.mark.django_db
+def test_2025_11_25_an_unknown_outcome_stays_working_and_the_list_pages(
+    client, key, publish_tool, session_for, monkeypatch
+):
+    # given: two accepted calls, the first of which ended with an unknown outcome
+    monkeypatch.setattr(mcp_tasks, "PAGE_SIZE", 1)
+    publish_tool("export_things", mode="async", side_effect="write")
+    headers = _legacy_session(client, key, session_for("u-1001"))
+    ids = []
+    for rpc_id, query in ((1, "A"), (2, "B")):
+        call = {"name": "export_things", "arguments": {"query": query}, "task": {}}
+        answer = _rpc(client, "tools/call", call, key=key, headers=headers, rpc_id=rpc_id).json()["result"]
+        ids.append(answer["task"]["taskId"])
+    ledger_mark_unknown(entry_id=ids[0], actor="sweeper", note="no answer in time")
+
+    # when
+    got = _rpc(client, "tasks/get", {"taskId": ids[0]}, key=key, headers=headers).json()["result"]
+    first = _rpc(client, "tasks/list", {}, key=key, headers=headers).json()["result"]
+    second = _rpc(client, "tasks/list", {"cursor": first["nextCursor"]}, key=key, headers=headers).json()
+    forged = _rpc(client, "tasks/list", {"cursor": "x"}, key=key, headers=headers).json()
+
+    # then: not failed, since reconciliation may still settle it either way
+    task = v2025.GetTaskResult.model_validate(got)
+    assert (task.status, task.poll_interval) == ("working", mcp_tasks.POLL_MS["unknown"])
+    assert "do not" in task.status_message.lower()
+    # newest first, one a page
+    assert [t["taskId"] for t in first["tasks"]] == [ids[1]]
+    assert [t["taskId"] for t in second["result"]["tasks"]] == [ids[0]]
+    assert "nextCursor" not in second["result"]
+    assert forged["error"]["code"] == types.INVALID_PARAMS
