@@ -3,9 +3,10 @@ and are narrowed to a staff user's tenant by the admin."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from .models import Approval, ApprovalStatus, LedgerEntry, LedgerState
 
@@ -26,6 +27,18 @@ def ledger_entry_for_call(*, tenant_id: int, task_id: str, call_id: str) -> Ledg
 def ledger_entry_get(*, tenant_id: int, pk: Any) -> LedgerEntry | None:
     """One entry of this tenant, or None (another tenant's entry looks like a missing one)."""
     return LedgerEntry.objects.for_tenant(tenant_id).select_related("tool", "version").filter(pk=pk).first()
+
+
+def ledger_entries_run_async(
+    *, tenant_id: int, agent_id: int, before: tuple[datetime, Any] | None = None, limit: int = 50
+) -> list[LedgerEntry]:
+    """This agent's entries that a worker runs (accepted or approval-gated calls), newest first;
+    `before` (an entry's created_at and id) pages on from that entry."""
+    entries = LedgerEntry.objects.for_tenant(tenant_id).filter(agent_id=agent_id, run_async=True)
+    if before is not None:
+        at, pk = before
+        entries = entries.filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
+    return list(entries.select_related("tool", "version").order_by("-created_at", "-pk")[:limit])
 
 
 def triage_queue() -> QuerySet[LedgerEntry]:

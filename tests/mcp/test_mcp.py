@@ -18,15 +18,16 @@ from apps.tenancy.services import agent_key_issue
 SEARCH = {"status": "paid", "start_date": "2026-01-01", "end_date": "2026-01-31", "limit": 20}
 
 
-def run_client(url: str, headers: dict[str, str], steps, *, on_request=None, on_response=None):
+def run_client(url: str, headers: dict[str, str], steps, *, on_request=None, on_response=None, **options):
     """Connect the SDK's client to `url` and run `steps(session)`; returns what it returns.
-    The hooks, when given, see each HTTP request and response."""
+    The hooks, when given, see each HTTP request and response; `options` go to ClientSession
+    (extensions and their result claims, say)."""
     hooks = {"request": [on_request] if on_request else [], "response": [on_response] if on_response else []}
 
     async def scenario():
         async with httpx2.AsyncClient(headers=headers, timeout=30, event_hooks=hooks) as http:
             async with streamable_http_client(url, http_client=http) as (read, write):
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, **options) as session:
                     return await steps(session)
 
     return anyio.run(scenario)

@@ -28,13 +28,15 @@ Behaviour (Streamable HTTP, JSON response mode):
   end user's session (a digest of the `X-ToolHub-Session` token), so loop detection and
   budgets still see one user's calls together across requests; `X-ToolHub-Task` names a
   narrower one (a conversation).
+- An accepted or approval-gated call answers as a task where the client takes tasks, and
+  tasks/* follow it (mcp_tasks.py, on 2025-11-25 and 2026-07-28).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -56,16 +58,17 @@ from rest_framework.request import Request
 
 from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
-from apps.common.metrics import refusal_observed
 from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
 from apps.common.request_body import BodyCut, BodyReadTimeout, body_refusal_error
 from apps.gateway.contracts import ToolCall
-from apps.gateway.replies import envelope_text, error_envelope
+from apps.gateway.replies import error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
-from apps.gateway.tool_exports import agent_tool_export, mcp_structured_content
+from apps.gateway.tool_exports import agent_tool_export
 from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
 
-from . import mcp_modern
+from . import mcp_modern, mcp_tasks
+from .mcp_wire import McpError, Shaped
+from .mcp_wire import error_response as _error
 
 logger = logging.getLogger("toolhub.mcp")
 
@@ -89,14 +92,6 @@ class McpSession:
     agent_id: int
     version: str
     nonce: str
-
-
-class McpError(Exception):
-    """A JSON-RPC error answer, with the HTTP status it goes out with."""
-
-    def __init__(self, code: int, message: str, *, status: int = 200, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.status, self.data = code, message, status, data
 
 
 def _session_id(*, principal: AgentPrincipal, version: str) -> str:
@@ -145,6 +140,8 @@ def _parse(method: str, version: str, params: dict[str, Any] | None) -> Any:
 
 def _shaped(method: str, version: str, result: BaseModel) -> dict[str, Any]:
     """A result as the negotiated version's schema has it (later-version fields dropped)."""
+    if isinstance(result, Shaped):
+        return result.wire
     return surfaces.serialize_server_result(
         method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True)
     )
@@ -157,6 +154,8 @@ class _Context:
     session: McpSession
     # The task of a call that names none in X-ToolHub-Task.
     default_task: str
+    # What a 2026-07-28 request says its client can do (the tasks extension, say).
+    client: types.ClientCapabilities | None = None
 
     @property
     def toolset(self) -> str | None:
@@ -165,6 +164,10 @@ class _Context:
     @property
     def phase(self) -> str | None:
         return self.request.GET.get("phase") or None
+
+    @property
+    def tasks(self) -> mcp_tasks.TaskScope:
+        return mcp_tasks.TaskScope(self.principal, self.session.version, self.toolset, self.phase)
 
 
 def _tools_list(ctx: _Context) -> types.ListToolsResult:
@@ -181,12 +184,11 @@ def _tools_list(ctx: _Context) -> types.ListToolsResult:
         raise McpError(
             types.INVALID_PARAMS, f"{error.message} {error.hint}", data=error_envelope(error, call_id=None)
         ) from None
-    return types.ListToolsResult(tools=[types.Tool.model_validate(tool) for tool in export.tools])
+    tools = [types.Tool.model_validate(tool) for tool in export.tools]
+    return types.ListToolsResult(tools=mcp_tasks.listed(tools, ctx.session.version))
 
 
-def _tools_call(
-    ctx: _Context, parsed: types.CallToolRequest, rpc_id: types.RequestId
-) -> types.CallToolResult:
+def _tools_call(ctx: _Context, parsed: types.CallToolRequest, rpc_id: types.RequestId) -> BaseModel:
     if hazard := jsontext.text_hazard(parsed.params.name):
         raise McpError(types.INVALID_PARAMS, f"The tool name {hazard.problem}: no tool has such a name.")
     task_id = ctx.request.headers.get(TASK_HEADER) or ctx.default_task
@@ -201,11 +203,10 @@ def _tools_call(
         options=InvokeOptions(task_id=task_id[:200], toolset=ctx.toolset, phase=ctx.phase),
         calls=[call],
     )[0]
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=envelope_text(envelope))],
-        structured_content=mcp_structured_content(envelope, ctx.principal, ctx.toolset, ctx.phase),
-        is_error=envelope["status"] == "error",
-    )
+    if mcp_tasks.declared(ctx.session.version, parsed.params, ctx.client):
+        if (task := mcp_tasks.created(envelope, ctx.tasks)) is not None:
+            return task
+    return mcp_tasks.call_tool_result(envelope, ctx.principal, ctx.toolset, ctx.phase)
 
 
 def _initialize(principal: AgentPrincipal, message: types.JSONRPCRequest) -> JsonResponse:
@@ -214,7 +215,7 @@ def _initialize(principal: AgentPrincipal, message: types.JSONRPCRequest) -> Jso
     _parse("initialize", version, message.params)
     result = types.InitializeResult(
         protocol_version=version,
-        capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
+        capabilities=mcp_tasks.capabilities(version),
         server_info=SERVER_INFO,
         instructions=INSTRUCTIONS,
     )
@@ -232,13 +233,18 @@ def _handle_modern(
         if not isinstance(routed, mcp_modern.ModernRequest):
             raise McpError(routed.code, routed.message, data=routed.data)
         version = routed.version
-        parsed = _parse(message.method, version, message.params)
         session = McpSession(agent_id=principal.agent_id, version=version, nonce=secrets.token_hex(8))
         default_task = mcp_modern.user_task(request.headers.get(TOOLHUB_SESSION_HEADER))
-        ctx = _Context(request=request, principal=principal, session=session, default_task=default_task)
+        ctx = _Context(request, principal, session, default_task, client=routed.capabilities)
+        # tasks/* are the tasks extension's methods, which the SDK's per-version surfaces lack.
+        tasks = message.method.startswith("tasks/")
+        parsed: Any = None if tasks else _parse(message.method, version, message.params)
         result: BaseModel
-        if message.method == "server/discover":
-            result = mcp_modern.discover_result(instructions=INSTRUCTIONS)
+        if tasks:
+            result = mcp_tasks.serve(message.method, message.params, ctx.tasks, request.headers)
+        elif message.method == "server/discover":
+            capabilities = mcp_tasks.capabilities(version)
+            result = mcp_modern.discover_result(instructions=INSTRUCTIONS, capabilities=capabilities)
         elif message.method == "tools/list":
             result = _tools_list(ctx).model_copy(
                 update={"ttl_ms": mcp_modern.TOOLS_LIST_TTL_MS, "cache_scope": "private"}
@@ -263,9 +269,13 @@ def _handle(request: HttpRequest, principal: AgentPrincipal, message: types.JSON
         return _initialize(principal, message)
     session = _session(request, principal)
     version = _protocol_version(request, session)
-    parsed = _parse(message.method, version, message.params)
+    session = replace(session, version=version)
     ctx = _Context(request=request, principal=principal, session=session, default_task=f"mcp-{session.nonce}")
     result: BaseModel
+    if message.method.startswith("tasks/"):
+        served = mcp_tasks.serve(message.method, message.params, ctx.tasks, request.headers)
+        return _result(message.id, served.wire)
+    parsed = _parse(message.method, version, message.params)
     if message.method == "ping":
         result = types.EmptyResult()
     elif message.method == "tools/list":
@@ -283,31 +293,6 @@ def _result(rpc_id: types.RequestId, result: dict[str, Any]) -> JsonResponse:
     return JsonResponse(
         types.JSONRPCResponse(jsonrpc="2.0", id=rpc_id, result=result).model_dump(by_alias=True)
     )
-
-
-def _error(
-    rpc_id: types.RequestId | None, error: McpError, headers: dict[str, str] | None = None
-) -> JsonResponse:
-    body = types.JSONRPCError(
-        jsonrpc="2.0",
-        id=rpc_id,
-        error=types.ErrorData(code=error.code, message=error.message, data=error.data),
-    )
-    # JSON-RPC keeps "id": null for an error that cannot name its request.
-    wire = {**body.model_dump(by_alias=True, exclude_none=True), "id": rpc_id}
-    if error.status >= 400:
-        refusal_observed(status=error.status, kind=_refusal_kind(error))
-    return JsonResponse(wire, status=error.status, headers=headers)
-
-
-_REFUSAL_KINDS = {401: "forbidden", 403: "forbidden", 404: "not_found", 500: "internal", 503: "unavailable"}
-
-
-def _refusal_kind(error: McpError) -> str:
-    """The envelope kind the REST API answers the same refusal with (toolhub_refusals_total)."""
-    if error.code == types.PARSE_ERROR:
-        return "invalid_json"
-    return _REFUSAL_KINDS.get(error.status, "invalid_args")
 
 
 def _origin_allowed(request: HttpRequest) -> bool:

@@ -34,6 +34,8 @@ from mcp_types import methods as surfaces
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from .mcp_wire import Shaped
+
 # How long a client may keep an answer. What an agent sees is its own (its grants, its
 # toolsets), so never a shared cache: `cacheScope` is always "private". A tool list follows
 # the catalog, which operators change: a minute. What the server is and can do does not
@@ -81,11 +83,11 @@ def route(
     return ModernRequest(version=verdict.protocol_version, capabilities=capabilities)
 
 
-def discover_result(*, instructions: str) -> types.DiscoverResult:
-    """server/discover: every revision `/mcp` serves, and tools as its one capability."""
+def discover_result(*, instructions: str, capabilities: types.ServerCapabilities) -> types.DiscoverResult:
+    """server/discover: every revision `/mcp` serves, and what it can do on this one."""
     return types.DiscoverResult(
         supported_versions=[*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS],
-        capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
+        capabilities=capabilities,
         instructions=instructions,
         ttl_ms=DISCOVER_TTL_MS,
         cache_scope="private",
@@ -100,10 +102,14 @@ def http_status(code: int) -> int:
 def shaped(
     method: str, version: str, result: BaseModel, *, server_info: types.Implementation
 ) -> dict[str, Any]:
-    """A result as 2026-07-28 has it: the version's schema, `resultType`, the server in `_meta`."""
-    wire = surfaces.serialize_server_result(
-        method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    )
+    """A result as 2026-07-28 has it: the version's schema (an extension's result comes shaped),
+    `resultType`, the server in `_meta`."""
+    if isinstance(result, Shaped):
+        wire = dict(result.wire)
+    else:
+        wire = surfaces.serialize_server_result(
+            method, version, result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        )
     wire.setdefault("resultType", "complete")
     stamp = server_info.model_dump(mode="json", exclude_none=True)
     wire["_meta"] = {**(wire.get("_meta") or {}), types.SERVER_INFO_META_KEY: stamp}
