@@ -1,7 +1,8 @@
 """The `mcp` executor: a call becomes one `tools/call` to a tool of an MCP server upstream.
 
-The version names the upstream (of kind `mcp`: its Streamable HTTP URL and credential) and
-the upstream's tool. Calls go through the official SDK client, on one session per upstream
+The version names the upstream (of kind `mcp`: its Streamable HTTP URL and credential, or for
+a stdio server the MCP bridge's address of the process that runs it, apps/upstreams/bridge.py)
+and the upstream's tool. Calls go through the official SDK client, on one session per upstream
 URL and credential reused by every call of the process (sessions.py).
 
 The egress policy judges the URL and every address its host resolves to before a session
