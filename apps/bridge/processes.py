@@ -118,7 +118,14 @@ class Managed:
 
     @property
     def failure(self) -> str:
-        return (self.child.failure if self.child else None) or "it ended"
+        """Why it ended, for people: what the bridge saw, and its exit status once known."""
+        why = (self.child.failure if self.child else None) or "it ended"
+        status = self.child.process.returncode if self.child else None
+        if status is not None and status < 0:
+            why += f"; killed by signal {-status}"
+        elif status:
+            why += f"; exit status {status}"
+        return why
 
     async def hold(self, cgroups: Cgroups, max_line_bytes: int) -> None:
         """Start the process, hand the session over (`ready`), keep it until told to stop or
@@ -196,7 +203,9 @@ class Managed:
         try:
             return await awaitable
         except MCPError:
-            if self.child is not None and (self.child.output_ended.is_set() or self.child.failure):
+            child = self.child
+            ended = child is not None and (child.output_ended.is_set() or child.failure is not None)
+            if self.stop_event.is_set() or ended:
                 raise ProcessGone(self.failure) from None
             raise
 
@@ -206,6 +215,7 @@ class _Backoff:
     failures: int
     retry_at: float
     reason: str
+    had_started: bool
 
 
 class Supervisor:
@@ -222,8 +232,12 @@ class Supervisor:
     def __len__(self) -> int:
         return len(self._processes)
 
-    async def acquire(self, key: ProcessKey, spec: LaunchSpec, credential: str | None) -> Managed:
-        """The running process of `key`, started if need be. Raises Unavailable."""
+    @contextlib.asynccontextmanager
+    async def serving(
+        self, key: ProcessKey, spec: LaunchSpec, credential: str | None
+    ) -> AsyncIterator[Managed]:
+        """The running process of `key`, started if need be, kept from being stopped for
+        idleness while the block runs. Raises Unavailable."""
         managed = self._processes.get(key)
         if managed is not None and (managed.stopping or managed.ended.is_set()):
             # Ending: its bookkeeping (backoff, scratch directory) comes before a new start.
@@ -231,31 +245,37 @@ class Supervisor:
             managed = self._processes.get(key)
         if managed is None:
             managed = self._start(key, spec, credential)
-        managed.last_used = time.monotonic()
+        managed.in_flight += 1
         try:
-            await asyncio.wait_for(asyncio.shield(managed.ready), START_TIMEOUT_S + 5)
-        except (Unavailable, TimeoutError) as exc:
-            if isinstance(exc, TimeoutError) and managed.child is not None:
-                managed.child.kill("it did not answer the handshake in time")
-            managed.stop_event.set()
-            await managed.done.wait()
-            backoff = self._backoff.get(key)
-            wait = max(backoff.retry_at - time.monotonic(), 0) if backoff else BACKOFF_FIRST_S
-            why = backoff.reason if backoff else "it did not answer the handshake in time"
-            raise Unavailable(
-                f"The MCP server {spec.launcher} could not be started ({why}); nothing was sent to it. "
-                f"It is tried again in {wait:.0f} s: calling again after that may work.",
-                retry_after_s=wait,
-            ) from None
-        return managed
+            try:
+                await asyncio.wait_for(asyncio.shield(managed.ready), START_TIMEOUT_S + 5)
+            except (Unavailable, TimeoutError):
+                if managed.child is not None and not managed.ready.done():
+                    managed.child.kill("it did not answer the handshake in time")
+                managed.stop_event.set()
+                await managed.done.wait()
+                raise self._not_running(key, spec) from None
+            yield managed
+        finally:
+            managed.in_flight -= 1
+            managed.last_used = time.monotonic()
+
+    def _not_running(self, key: ProcessKey, spec: LaunchSpec) -> Unavailable:
+        backoff = self._backoff.get(key)
+        if backoff is None:
+            return Unavailable(f"The MCP server {spec.launcher} was stopped while starting; nothing was "
+                               "sent to it. Calling again may work.", retry_after_s=BACKOFF_FIRST_S)
+        wait = max(backoff.retry_at - time.monotonic(), 0)
+        what = "stopped" if backoff.had_started else "could not be started"
+        return Unavailable(
+            f"The MCP server {spec.launcher} {what} ({backoff.reason}); nothing was sent to it. It is "
+            f"started again in {wait:.0f} s: calling again after that may work.",
+            retry_after_s=wait,
+        )
 
     def _start(self, key: ProcessKey, spec: LaunchSpec, credential: str | None) -> Managed:
-        if (backoff := self._backoff.get(key)) and (wait := backoff.retry_at - time.monotonic()) > 0:
-            raise Unavailable(
-                f"The MCP server {spec.launcher} stopped ({backoff.reason}) and is started again in "
-                f"{wait:.1f} s; nothing was sent to it. Calling again after that may work.",
-                retry_after_s=wait,
-            )
+        if (backoff := self._backoff.get(key)) and backoff.retry_at > time.monotonic():
+            raise self._not_running(key, spec)
         scratch = self.scratch_root / key.name
         scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
         scratch.chmod(0o700)
@@ -280,26 +300,14 @@ class Supervisor:
             lived = now - managed.started_at > BACKOFF_RESET_S
             failures = 1 if previous is None or lived else previous.failures + 1
             delay = min(BACKOFF_FIRST_S * 2 ** (failures - 1), BACKOFF_MAX_S)
-            self._backoff[managed.key] = _Backoff(failures, now + delay, managed.failure)
+            had_started = managed.ready.done() and managed.ready.exception() is None
+            self._backoff[managed.key] = _Backoff(failures, now + delay, managed.failure, had_started)
             logger.warning("%s: stopped by itself (%s); started again on a request after %.0f s",
                            managed.label, managed.failure, delay)
         finally:
             if self._processes.get(managed.key) is managed:
                 del self._processes[managed.key]
             managed.done.set()
-
-    @contextlib.asynccontextmanager
-    async def using(self, managed: Managed | None) -> AsyncIterator[None]:
-        """A request in flight on `managed`: it is not stopped for idleness meanwhile."""
-        if managed is None:
-            yield
-            return
-        managed.in_flight += 1
-        try:
-            yield
-        finally:
-            managed.in_flight -= 1
-            managed.last_used = time.monotonic()
 
     def _stop(self, managed: Managed) -> None:
         managed.stopping = True
@@ -311,7 +319,8 @@ class Supervisor:
             await asyncio.sleep(SWEEP_S)
             now = time.monotonic()
             for managed in list(self._processes.values()):
-                if not managed.in_flight and now - managed.last_used > managed.spec.idle_stop_s:
+                idle = now - managed.last_used > managed.spec.idle_stop_s
+                if idle and not managed.in_flight and managed.ready.done() and not managed.stopping:
                     logger.info("%s: idle for %s s, stopped", managed.label, managed.spec.idle_stop_s)
                     self._stop(managed)
             for key, backoff in list(self._backoff.items()):

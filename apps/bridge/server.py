@@ -145,14 +145,16 @@ class BridgeApp:
             return
         credential = headers.get(CREDENTIAL_HEADER.lower())
         key = ProcessKey.of(address, spec, credential)
-        managed: Managed | None = None
-        if scope["method"] == "POST":
+        if scope["method"] != "POST":
+            # A GET stream or a DELETE of a session: nothing for the process.
+            await self.manager.handle_request(scope, receive, send)
+            return
+        async with AsyncExitStack() as stack:
             try:
-                managed = await self.supervisor.acquire(key, spec, credential)
+                managed = await stack.enter_async_context(self.supervisor.serving(key, spec, credential))
             except Unavailable as exc:
                 await _not_running(send, exc)
                 return
-        async with self.supervisor.using(managed):
             await self.manager.handle_request({**scope, SCOPE_KEY: managed}, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
