@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import shutil
+import signal
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
@@ -107,6 +108,8 @@ class Managed:
     last_used: float = field(default_factory=time.monotonic)
     in_flight: int = 0
     stopping: bool = False
+    # What went wrong in the bridge's own handling of it (bwrap could not be run, ...).
+    error: str | None = None
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     # Set once the supervisor is done with it (backoff noted, scratch directory deleted).
@@ -119,10 +122,13 @@ class Managed:
     @property
     def failure(self) -> str:
         """Why it ended, for people: what the bridge saw, and its exit status once known."""
-        why = (self.child.failure if self.child else None) or "it ended"
+        why = (self.child.failure if self.child else None) or self.error or "it ended"
         status = self.child.process.returncode if self.child else None
-        if status is not None and status < 0:
-            why += f"; killed by signal {-status}"
+        # bwrap answers its command's death by a signal as 128 + the signal's number.
+        if status is not None and (status < 0 or status > 128):
+            number = -status if status < 0 else status - 128
+            name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
+            why += f"; killed by signal {name}"
         elif status:
             why += f"; exit status {status}"
         return why
@@ -156,11 +162,12 @@ class Managed:
                     stop.cancel()
                     ended.cancel()
         except Exception as exc:  # noqa: BLE001 - whatever failed, the process is gone
+            if self.child is None or self.child.failure is None:
+                self.error = _reason(exc)
+            logger.warning("%s: %s: %s", self.label, "session ended" if self.ready.done() else
+                           "could not start", self.failure)
             if not self.ready.done():
-                why = self.child.failure if self.child and self.child.failure else _reason(exc)
-                self.ready.set_exception(Unavailable(why, retry_after_s=0))
-            else:
-                logger.warning("%s: session ended: %s", self.label, _reason(exc))
+                self.ready.set_exception(Unavailable(self.failure, retry_after_s=0))
         finally:
             if not self.ready.done():
                 self.ready.set_exception(Unavailable("it was stopped while starting", retry_after_s=0))

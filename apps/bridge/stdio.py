@@ -86,8 +86,11 @@ async def child_streams(
         raise ValueError(f"the command and paths take {len(encoded)} bytes, more than {MAX_ARGS_BYTES}")
     args_read, args_write = os.pipe()
     try:
-        os.write(args_write, encoded)
-        os.close(args_write)
+        try:
+            os.write(args_write, encoded)
+        finally:
+            # Closed once, at once: a descriptor number closed twice may be another's by then.
+            os.close(args_write)
         process = await asyncio.create_subprocess_exec(
             BWRAP, "--args", str(args_read), "--", *command,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -96,8 +99,6 @@ async def child_streams(
         )
     finally:
         os.close(args_read)
-        with contextlib.suppress(OSError):
-            os.close(args_write)
     child = Child(process, group, label)
     logger.info("%s: started, pid %s", label, process.pid)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)

@@ -149,6 +149,15 @@ def shout(words: str) -> str:
 
 
 @server.tool()
+def burn(seconds: int) -> str:
+    """Use the CPU for `seconds` seconds of wall time."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+    return "burnt"
+
+
+@server.tool()
 def crash() -> str:
     """Exit at once, without answering."""
     os._exit(3)

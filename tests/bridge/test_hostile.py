@@ -136,5 +136,18 @@ def test_junk_lines_get_the_process_killed(mcp_bridge, hostile):
     _still_serving(mcp_bridge, hostile)
 
 
+def test_cpu_time_past_its_limit_gets_the_process_killed(mcp_bridge, hostile):
+    address = url_for(upstream_id=103, tenant_id=7), headers_for(hostile_launcher(**{**LIMITS, "cpu_s": 4}))
+
+    _stopped(call(*address, "burn", {"seconds": 30}))
+
+    def logged() -> None:
+        assert "killed by signal SIGXCPU" in mcp_bridge.log_text()
+
+    eventually(logged, timeout_s=5)
+
+    _still_serving(mcp_bridge, hostile)
+
+
 def test_the_bridge_stays_up(mcp_bridge):
     assert httpx.get(f"{mcp_bridge.url}/healthz", timeout=5).json()["status"] == "ok"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 from mcp.shared.exceptions import MCPError
@@ -147,3 +148,14 @@ def test_a_bad_path_or_launch_spec_is_400_with_a_message(mcp_bridge):
     assert "/upstreams/" in bad_path.json()["message"]
     assert "command" in bad_spec.json()["message"]
     assert no_spec.json()["error"] == "bad_launch_spec"
+
+
+def test_requests_arriving_together_share_one_start(mcp_bridge):
+    headers = headers_for(hostile_launcher())
+    url = url_for(upstream_id=208, tenant_id=1)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        seen = list(pool.map(lambda _: structured(url, headers, "whoami")["instance"], range(4)))
+
+    assert len(set(seen)) == 1
+    assert len([path for path in mcp_bridge.scratch.iterdir() if path.name.startswith("u208-")]) == 1
