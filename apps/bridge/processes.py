@@ -116,6 +116,13 @@ class Managed:
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
+    def ending(self) -> bool:
+        """Stopped, or stopping, or its process is gone: no request may be sent to it."""
+        child = self.child
+        gone = child is not None and (child.output_ended.is_set() or child.failure is not None)
+        return self.stopping or self.stop_event.is_set() or self.ended.is_set() or gone
+
+    @property
     def label(self) -> str:
         return f"{self.spec.launcher} {self.key.name}"
 
@@ -202,8 +209,12 @@ class Managed:
                            "tool result; the tool may have run") from None
 
     def _session(self) -> ClientSession:
-        if self.session is None or self.ended.is_set():
-            raise ProcessGone(self.failure)
+        if self.session is None or self.ending:
+            # Nothing of this request was written to the process.
+            raise Unavailable(
+                f"The MCP server {self.spec.launcher} stopped ({self.failure}); nothing was sent to it. "
+                "Calling again in a moment may work.", retry_after_s=BACKOFF_FIRST_S,
+            )
         return self.session
 
     async def _request(self, awaitable: Any) -> Any:
@@ -246,7 +257,7 @@ class Supervisor:
         """The running process of `key`, started if need be, kept from being stopped for
         idleness while the block runs. Raises Unavailable."""
         managed = self._processes.get(key)
-        if managed is not None and (managed.stopping or managed.ended.is_set()):
+        if managed is not None and managed.ending:
             # Ending: its bookkeeping (backoff, scratch directory) comes before a new start.
             await managed.done.wait()
             managed = self._processes.get(key)

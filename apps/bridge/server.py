@@ -73,6 +73,11 @@ def _process(ctx: ServerRequestContext[Any, Any]) -> Managed:
     return managed
 
 
+def _not_sent(exc: Unavailable) -> MCPError:
+    return MCPError(INVALID_REQUEST, exc.message,
+                    data={"reason": NOT_RUNNING, "retry_after_s": max(1, round(exc.retry_after_s))})
+
+
 def _gone(exc: ProcessGone) -> MCPError:
     return MCPError(
         INTERNAL_ERROR,
@@ -87,6 +92,8 @@ async def list_tools(
 ) -> ListToolsResult:
     try:
         return ListToolsResult(tools=await _process(ctx).list_tools())
+    except Unavailable as exc:
+        raise _not_sent(exc) from None
     except ProcessGone as exc:
         raise _gone(exc) from None
 
@@ -94,6 +101,8 @@ async def list_tools(
 async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
     try:
         return await _process(ctx).call_tool(params.name, params.arguments)
+    except Unavailable as exc:
+        raise _not_sent(exc) from None
     except ProcessGone as exc:
         raise _gone(exc) from None
 

@@ -9,6 +9,8 @@ structured answer, a tool error, a JSON-RPC error, stderr lines, a crash.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import signal
 import socket
@@ -84,6 +86,23 @@ def write_file(path: str) -> str:
         return "written"
     except OSError as exc:
         return f"error: {type(exc).__name__}"
+
+
+@server.tool()
+def escalate() -> dict[str, str]:
+    """Try for more privilege: a user namespace of its own (root in it), a mount."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    tried: dict[str, str] = {}
+    # unshare(2) by hand: os.unshare comes with Python 3.12.
+    for name, flags in (("user namespace", 0x10000000), ("mount namespace", 0x00020000)):
+        made = libc.unshare(flags) == 0
+        tried[name] = "made" if made else f"error: {errno.errorcode.get(ctypes.get_errno(), '?')}"
+    try:
+        os.setuid(0)
+        tried["setuid 0"] = "made"
+    except OSError:
+        tried["setuid 0"] = "error"
+    return tried
 
 
 @server.tool()

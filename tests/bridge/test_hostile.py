@@ -100,6 +100,12 @@ def test_it_cannot_write_outside_its_scratch_directory(mcp_bridge, hostile):
     _still_serving(mcp_bridge, hostile)
 
 
+def test_it_cannot_gain_privileges(mcp_bridge, hostile):
+    answer = structured(*hostile, "escalate")
+
+    assert all(value.startswith("error") for value in answer.values()), answer
+
+
 def test_a_fork_bomb_stops_at_its_max_processes(mcp_bridge, hostile):
     answer = structured(*hostile, "fork_bomb")
 

@@ -36,7 +36,7 @@ def test_without_the_network_flag_the_process_has_no_network_and_no_host_namespa
 
     assert args[0] == "--unshare-all"
     assert "--share-net" not in args
-    for option in ("--die-with-parent", "--new-session", "--clearenv"):
+    for option in ("--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--clearenv"):
         assert option in args
     assert _pairs(args, "--cap-drop") == ["ALL"]
     assert args[-2:] == ["--remount-ro", "/"]
