@@ -178,7 +178,7 @@ class Managed:
         finally:
             if not self.ready.done():
                 self.ready.set_exception(Unavailable("it was stopped while starting", retry_after_s=0))
-            group.remove()
+            await asyncio.to_thread(group.remove)
             self.ended.set()
 
     async def list_tools(self) -> list[Tool]:

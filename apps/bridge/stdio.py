@@ -216,7 +216,15 @@ async def _log_stderr(child: Child, secret: str | None) -> None:
     dropped = 0
     pending = b""
     while True:
-        chunk = await stderr.read(65536)
+        try:
+            chunk = await asyncio.wait_for(stderr.read(65536), timeout=1.0)
+        except TimeoutError:
+            # A quiet second: say how many lines of the last burst were not logged.
+            if dropped:
+                logger.warning("%s: %s stderr lines not logged (more than %s a second)",
+                               child.label, dropped, STDERR_LINES_PER_S)
+                dropped = 0
+            continue
         if not chunk:
             lines = [pending] if pending else []
         else:

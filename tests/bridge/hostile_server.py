@@ -177,6 +177,14 @@ def burn(seconds: int) -> str:
 
 
 @server.tool()
+def shout_many(lines: int) -> str:
+    """Write `lines` lines to stderr at once."""
+    sys.stderr.write("".join(f"noise {index}\n" for index in range(lines)))
+    sys.stderr.flush()
+    return "shouted"
+
+
+@server.tool()
 def crash() -> str:
     """Exit at once, without answering."""
     os._exit(3)

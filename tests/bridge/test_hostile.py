@@ -155,5 +155,27 @@ def test_cpu_time_past_its_limit_gets_the_process_killed(mcp_bridge, hostile):
     _still_serving(mcp_bridge, hostile)
 
 
+def test_a_stderr_flood_is_logged_at_a_bounded_rate(mcp_bridge, hostile):
+    before = mcp_bridge.log_text().count(" stderr: noise ")
+
+    assert structured(*hostile, "shout_many", {"lines": 20_000})["result"] == "shouted"
+
+    def counted() -> None:
+        assert "stderr lines not logged" in mcp_bridge.log_text()
+
+    eventually(counted, timeout_s=5)
+    assert mcp_bridge.log_text().count(" stderr: noise ") - before <= 200
+    _still_serving(mcp_bridge, hostile)
+
+
+def test_with_the_network_flag_it_shares_the_machines_network(mcp_bridge):
+    # What the flag means (docs/stdio-servers.md): the host's loopback is reachable, the bridge's too.
+    address = url_for(upstream_id=104, tenant_id=7), headers_for(hostile_launcher(network=True))
+
+    answer = structured(*address, "connect", {"port": mcp_bridge.port})
+
+    assert answer["result"] == "connected"
+
+
 def test_the_bridge_stays_up(mcp_bridge):
     assert httpx.get(f"{mcp_bridge.url}/healthz", timeout=5).json()["status"] == "ok"
