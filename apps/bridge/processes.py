@@ -20,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
+import secrets
 import shutil
 import signal
 import time
@@ -59,6 +61,7 @@ BACKOFF_MAX_S = 60.0
 BACKOFF_RESET_S = 60.0
 SWEEP_S = 0.5
 MAX_TOOL_PAGES = 100
+_KEY_SECRET = secrets.token_bytes(32)
 
 
 class Unavailable(Exception):
@@ -82,8 +85,10 @@ class ProcessKey:
 
     @classmethod
     def of(cls, address: ProcessAddress, spec: LaunchSpec, credential: str | None) -> ProcessKey:
+        # Keyed with a secret of this bridge's: the digest shows in file names and logs, and a
+        # plain hash of a known spec and a weak credential could be reversed by trying.
         what = json.dumps({"spec": asdict(spec), "credential": credential}, sort_keys=True)
-        return cls(address, hashlib.sha256(what.encode()).hexdigest())
+        return cls(address, hmac.new(_KEY_SECRET, what.encode(), hashlib.sha256).hexdigest())
 
     @property
     def name(self) -> str:
@@ -154,7 +159,7 @@ class Managed:
                     args, self.spec.command, label=self.label, credential=self.credential,
                     limits=rlimits(self.spec), group=group, max_line_bytes=max_line_bytes,
                 ) as (read, write, child),
-                ClientSession(read, write) as session,
+                ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT_S) as session,
             ):
                 self.child = child
                 with anyio.fail_after(START_TIMEOUT_S):

@@ -29,9 +29,13 @@ def test_each_tenant_and_end_user_gets_a_process_and_scratch_directory_of_its_ow
         url_for(upstream_id=200, tenant_id=None),
     ]
 
-    # When each asks who serves it, twice
-    seen = [structured(url, headers, "whoami") for url in addresses]
-    again = [structured(url, headers, "whoami")["instance"] for url in addresses]
+    # When each asks who serves it, twice (all at once)
+    def whoami(url: str) -> dict:
+        return structured(url, headers, "whoami")
+
+    with ThreadPoolExecutor() as pool:
+        seen = list(pool.map(whoami, addresses))
+        again = [answer["instance"] for answer in pool.map(whoami, addresses)]
 
     # Then each has its own process, kept between calls, with only its own mark in its HOME
     instances = [answer["instance"] for answer in seen]
