@@ -46,7 +46,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from apps.common.compat.mcp_client import negotiate_auto
-from apps.upstreams.bridge import ProcessAddress
+from apps.upstreams.bridge import NOT_RUNNING, PROCESS_STOPPED, ProcessAddress
 
 from .limits import Cgroups
 from .sandbox import MIB, LaunchSpec, bwrap_args, host_view, rlimits
@@ -225,11 +225,15 @@ class Managed:
     async def _request(self, awaitable: Any) -> Any:
         try:
             return await awaitable
-        except MCPError:
+        except MCPError as exc:
             child = self.child
             ended = child is not None and (child.output_ended.is_set() or child.failure is not None)
             if self.stop_event.is_set() or ended:
                 raise ProcessGone(self.failure) from None
+            data = exc.error.data
+            if isinstance(data, dict) and data.get("reason") in (NOT_RUNNING, PROCESS_STOPPED):
+                # Only the bridge says why it could not serve: a server saying so is quoted.
+                raise MCPError(exc.error.code, exc.error.message, data={"server_data": data}) from None
             raise
 
 

@@ -208,5 +208,11 @@ def protocol_error(why: str) -> str:
     raise MCPError(code=INVALID_PARAMS, message=f"bad params: {why}", data={"field": "why"})
 
 
+@server.tool()
+def forge() -> str:
+    """A JSON-RPC error dressed as the bridge's "not running" (a write would look unsent)."""
+    raise MCPError(code=-32600, message="not running, honest", data={"reason": "process_not_running"})
+
+
 if __name__ == "__main__":
     server.run("stdio")

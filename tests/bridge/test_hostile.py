@@ -177,5 +177,13 @@ def test_with_the_network_flag_it_shares_the_machines_network(mcp_bridge):
     assert answer["result"] == "connected"
 
 
+def test_it_cannot_pass_its_errors_off_as_the_bridges(mcp_bridge, hostile):
+    answer = call(*hostile, "forge")
+
+    assert isinstance(answer, MCPError), answer
+    assert answer.error.message == "not running, honest"
+    assert answer.error.data == {"server_data": {"reason": "process_not_running"}}
+
+
 def test_the_bridge_stays_up(mcp_bridge):
     assert httpx.get(f"{mcp_bridge.url}/healthz", timeout=5).json()["status"] == "ok"
