@@ -44,10 +44,17 @@ def shipping_upstream(agent, shipping: McpUpstream) -> Upstream:
 
 
 @pytest.fixture(scope="session")
-def mcp_bridge_server(tmp_path_factory) -> Iterator[BridgeServer]:
+def mcp_bridge_env() -> dict[str, str]:
+    """Environment variables for the bridge's subprocess, over the tests' own: override this
+    fixture (session-scoped) in a folder's conftest.py to run the bridge otherwise."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def mcp_bridge_server(tmp_path_factory, mcp_bridge_env: dict[str, str]) -> Iterator[BridgeServer]:
     """The MCP bridge (`manage.py mcp_bridge`, tests/bridge_server.py), real, in a subprocess,
-    one for the whole test session."""
-    with bridge_server(tmp_path_factory.mktemp("mcp-bridge")) as running:
+    one for the whole test session; its log is `.log_text()`, its scratch root `.scratch`."""
+    with bridge_server(tmp_path_factory.mktemp("mcp-bridge"), env=mcp_bridge_env) as running:
         yield running
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+PARENT_PREFIX = "toolhub-bridge-"
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class Cgroups:
         """The writable hierarchies of this machine (none: an empty Cgroups)."""
         found = cls()
         own = _own_groups()
-        name = f"toolhub-bridge-{os.getpid()}"
+        name = f"{PARENT_PREFIX}{os.getpid()}"
         unified = CGROUP_ROOT / "cgroup.controllers"
         if unified.exists():
             parent = _make(CGROUP_ROOT / own.get("", "/").lstrip("/") / name)
@@ -167,7 +168,17 @@ def _make(directory: Path) -> Path | None:
         directory.mkdir(exist_ok=True)
     except OSError:
         return None
+    if directory.name.startswith(PARENT_PREFIX):
+        _remove_stale(directory.parent)
     return directory
+
+
+def _remove_stale(parent: Path) -> None:
+    """Delete the groups a bridge that was killed left behind (its processes died with it)."""
+    for stale in parent.glob(f"{PARENT_PREFIX}*"):
+        pid = stale.name.removeprefix(PARENT_PREFIX)
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            Cgroups(_made=[stale]).close()
 
 
 def _read(path: Path) -> str:

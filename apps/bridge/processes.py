@@ -20,9 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
+import secrets
 import shutil
+import signal
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
@@ -43,7 +46,7 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from apps.common.compat.mcp_client import negotiate_auto
-from apps.upstreams.bridge import ProcessAddress
+from apps.upstreams.bridge import NOT_RUNNING, PROCESS_STOPPED, ProcessAddress
 
 from .limits import Cgroups
 from .sandbox import MIB, LaunchSpec, bwrap_args, host_view, rlimits
@@ -58,6 +61,7 @@ BACKOFF_MAX_S = 60.0
 BACKOFF_RESET_S = 60.0
 SWEEP_S = 0.5
 MAX_TOOL_PAGES = 100
+_KEY_SECRET = secrets.token_bytes(32)
 
 
 class Unavailable(Exception):
@@ -81,8 +85,10 @@ class ProcessKey:
 
     @classmethod
     def of(cls, address: ProcessAddress, spec: LaunchSpec, credential: str | None) -> ProcessKey:
+        # Keyed with a secret of this bridge's: the digest shows in file names and logs, and a
+        # plain hash of a known spec and a weak credential could be reversed by trying.
         what = json.dumps({"spec": asdict(spec), "credential": credential}, sort_keys=True)
-        return cls(address, hashlib.sha256(what.encode()).hexdigest())
+        return cls(address, hmac.new(_KEY_SECRET, what.encode(), hashlib.sha256).hexdigest())
 
     @property
     def name(self) -> str:
@@ -107,10 +113,19 @@ class Managed:
     last_used: float = field(default_factory=time.monotonic)
     in_flight: int = 0
     stopping: bool = False
+    # What went wrong in the bridge's own handling of it (bwrap could not be run, ...).
+    error: str | None = None
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     # Set once the supervisor is done with it (backoff noted, scratch directory deleted).
     done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def ending(self) -> bool:
+        """Stopped, or stopping, or its process is gone: no request may be sent to it."""
+        child = self.child
+        gone = child is not None and (child.output_ended.is_set() or child.failure is not None)
+        return self.stopping or self.stop_event.is_set() or self.ended.is_set() or gone
 
     @property
     def label(self) -> str:
@@ -118,7 +133,17 @@ class Managed:
 
     @property
     def failure(self) -> str:
-        return (self.child.failure if self.child else None) or "it ended"
+        """Why it ended, for people: what the bridge saw, and its exit status once known."""
+        why = (self.child.failure if self.child else None) or self.error or "it ended"
+        status = self.child.process.returncode if self.child else None
+        # bwrap answers its command's death by a signal as 128 + the signal's number.
+        if status is not None and (status < 0 or status > 128):
+            number = -status if status < 0 else status - 128
+            name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
+            why += f"; killed by signal {name}"
+        elif status:
+            why += f"; exit status {status}"
+        return why
 
     async def hold(self, cgroups: Cgroups, max_line_bytes: int) -> None:
         """Start the process, hand the session over (`ready`), keep it until told to stop or
@@ -134,7 +159,7 @@ class Managed:
                     args, self.spec.command, label=self.label, credential=self.credential,
                     limits=rlimits(self.spec), group=group, max_line_bytes=max_line_bytes,
                 ) as (read, write, child),
-                ClientSession(read, write) as session,
+                ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT_S) as session,
             ):
                 self.child = child
                 with anyio.fail_after(START_TIMEOUT_S):
@@ -149,15 +174,16 @@ class Managed:
                     stop.cancel()
                     ended.cancel()
         except Exception as exc:  # noqa: BLE001 - whatever failed, the process is gone
+            if self.child is None or self.child.failure is None:
+                self.error = _reason(exc)
+            logger.warning("%s: %s: %s", self.label, "session ended" if self.ready.done() else
+                           "could not start", self.failure)
             if not self.ready.done():
-                why = self.child.failure if self.child and self.child.failure else _reason(exc)
-                self.ready.set_exception(Unavailable(why, retry_after_s=0))
-            else:
-                logger.warning("%s: session ended: %s", self.label, _reason(exc))
+                self.ready.set_exception(Unavailable(self.failure, retry_after_s=0))
         finally:
             if not self.ready.done():
                 self.ready.set_exception(Unavailable("it was stopped while starting", retry_after_s=0))
-            group.remove()
+            await asyncio.to_thread(group.remove)
             self.ended.set()
 
     async def list_tools(self) -> list[Tool]:
@@ -188,16 +214,26 @@ class Managed:
                            "tool result; the tool may have run") from None
 
     def _session(self) -> ClientSession:
-        if self.session is None or self.ended.is_set():
-            raise ProcessGone(self.failure)
+        if self.session is None or self.ending:
+            # Nothing of this request was written to the process.
+            raise Unavailable(
+                f"The MCP server {self.spec.launcher} stopped ({self.failure}); nothing was sent to it. "
+                "Calling again in a moment may work.", retry_after_s=BACKOFF_FIRST_S,
+            )
         return self.session
 
     async def _request(self, awaitable: Any) -> Any:
         try:
             return await awaitable
-        except MCPError:
-            if self.child is not None and (self.child.output_ended.is_set() or self.child.failure):
+        except MCPError as exc:
+            child = self.child
+            ended = child is not None and (child.output_ended.is_set() or child.failure is not None)
+            if self.stop_event.is_set() or ended:
                 raise ProcessGone(self.failure) from None
+            data = exc.error.data
+            if isinstance(data, dict) and data.get("reason") in (NOT_RUNNING, PROCESS_STOPPED):
+                # Only the bridge says why it could not serve: a server saying so is quoted.
+                raise MCPError(exc.error.code, exc.error.message, data={"server_data": data}) from None
             raise
 
 
@@ -206,6 +242,7 @@ class _Backoff:
     failures: int
     retry_at: float
     reason: str
+    had_started: bool
 
 
 class Supervisor:
@@ -222,40 +259,50 @@ class Supervisor:
     def __len__(self) -> int:
         return len(self._processes)
 
-    async def acquire(self, key: ProcessKey, spec: LaunchSpec, credential: str | None) -> Managed:
-        """The running process of `key`, started if need be. Raises Unavailable."""
+    @contextlib.asynccontextmanager
+    async def serving(
+        self, key: ProcessKey, spec: LaunchSpec, credential: str | None
+    ) -> AsyncIterator[Managed]:
+        """The running process of `key`, started if need be, kept from being stopped for
+        idleness while the block runs. Raises Unavailable."""
         managed = self._processes.get(key)
-        if managed is not None and (managed.stopping or managed.ended.is_set()):
+        if managed is not None and managed.ending:
             # Ending: its bookkeeping (backoff, scratch directory) comes before a new start.
             await managed.done.wait()
             managed = self._processes.get(key)
         if managed is None:
             managed = self._start(key, spec, credential)
-        managed.last_used = time.monotonic()
+        managed.in_flight += 1
         try:
-            await asyncio.wait_for(asyncio.shield(managed.ready), START_TIMEOUT_S + 5)
-        except (Unavailable, TimeoutError) as exc:
-            if isinstance(exc, TimeoutError) and managed.child is not None:
-                managed.child.kill("it did not answer the handshake in time")
-            managed.stop_event.set()
-            await managed.done.wait()
-            backoff = self._backoff.get(key)
-            wait = max(backoff.retry_at - time.monotonic(), 0) if backoff else BACKOFF_FIRST_S
-            why = backoff.reason if backoff else "it did not answer the handshake in time"
-            raise Unavailable(
-                f"The MCP server {spec.launcher} could not be started ({why}); nothing was sent to it. "
-                f"It is tried again in {wait:.0f} s: calling again after that may work.",
-                retry_after_s=wait,
-            ) from None
-        return managed
+            try:
+                await asyncio.wait_for(asyncio.shield(managed.ready), START_TIMEOUT_S + 5)
+            except (Unavailable, TimeoutError):
+                if managed.child is not None and not managed.ready.done():
+                    managed.child.kill("it did not answer the handshake in time")
+                managed.stop_event.set()
+                await managed.done.wait()
+                raise self._not_running(key, spec) from None
+            yield managed
+        finally:
+            managed.in_flight -= 1
+            managed.last_used = time.monotonic()
+
+    def _not_running(self, key: ProcessKey, spec: LaunchSpec) -> Unavailable:
+        backoff = self._backoff.get(key)
+        if backoff is None:
+            return Unavailable(f"The MCP server {spec.launcher} was stopped while starting; nothing was "
+                               "sent to it. Calling again may work.", retry_after_s=BACKOFF_FIRST_S)
+        wait = max(backoff.retry_at - time.monotonic(), 0)
+        what = "stopped" if backoff.had_started else "could not be started"
+        return Unavailable(
+            f"The MCP server {spec.launcher} {what} ({backoff.reason}); nothing was sent to it. It is "
+            f"started again in {wait:.0f} s: calling again after that may work.",
+            retry_after_s=wait,
+        )
 
     def _start(self, key: ProcessKey, spec: LaunchSpec, credential: str | None) -> Managed:
-        if (backoff := self._backoff.get(key)) and (wait := backoff.retry_at - time.monotonic()) > 0:
-            raise Unavailable(
-                f"The MCP server {spec.launcher} stopped ({backoff.reason}) and is started again in "
-                f"{wait:.1f} s; nothing was sent to it. Calling again after that may work.",
-                retry_after_s=wait,
-            )
+        if (backoff := self._backoff.get(key)) and backoff.retry_at > time.monotonic():
+            raise self._not_running(key, spec)
         scratch = self.scratch_root / key.name
         scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
         scratch.chmod(0o700)
@@ -280,26 +327,14 @@ class Supervisor:
             lived = now - managed.started_at > BACKOFF_RESET_S
             failures = 1 if previous is None or lived else previous.failures + 1
             delay = min(BACKOFF_FIRST_S * 2 ** (failures - 1), BACKOFF_MAX_S)
-            self._backoff[managed.key] = _Backoff(failures, now + delay, managed.failure)
+            had_started = managed.ready.done() and managed.ready.exception() is None
+            self._backoff[managed.key] = _Backoff(failures, now + delay, managed.failure, had_started)
             logger.warning("%s: stopped by itself (%s); started again on a request after %.0f s",
                            managed.label, managed.failure, delay)
         finally:
             if self._processes.get(managed.key) is managed:
                 del self._processes[managed.key]
             managed.done.set()
-
-    @contextlib.asynccontextmanager
-    async def using(self, managed: Managed | None) -> AsyncIterator[None]:
-        """A request in flight on `managed`: it is not stopped for idleness meanwhile."""
-        if managed is None:
-            yield
-            return
-        managed.in_flight += 1
-        try:
-            yield
-        finally:
-            managed.in_flight -= 1
-            managed.last_used = time.monotonic()
 
     def _stop(self, managed: Managed) -> None:
         managed.stopping = True
@@ -311,7 +346,8 @@ class Supervisor:
             await asyncio.sleep(SWEEP_S)
             now = time.monotonic()
             for managed in list(self._processes.values()):
-                if not managed.in_flight and now - managed.last_used > managed.spec.idle_stop_s:
+                idle = now - managed.last_used > managed.spec.idle_stop_s
+                if idle and not managed.in_flight and managed.ready.done() and not managed.stopping:
                     logger.info("%s: idle for %s s, stopped", managed.label, managed.spec.idle_stop_s)
                     self._stop(managed)
             for key, backoff in list(self._backoff.items()):

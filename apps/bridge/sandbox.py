@@ -10,7 +10,8 @@ layout in, arguments out):
 
 - no namespace of the host's: `--unshare-all` (its own PIDs, no network but its own loopback;
   `--share-net` only when the launcher's `network` is on), as user `nobody` (65534) of a user
-  namespace of its own with every capability dropped, in a new session (no terminal to
+  namespace of its own with every capability dropped and no way to make another (nested
+  user namespaces are where many kernel exploits start), in a new session (no terminal to
   inject into), killed when the bridge dies (`--die-with-parent`);
 - an empty environment (`--clearenv`) but for PATH, HOME, LANG, TMPDIR and the credential's
   variable: nothing of ToolHub's (SECRET_KEY, DATABASE_URL, ...);
@@ -143,11 +144,12 @@ class HostView:
 def bwrap_args(spec: LaunchSpec, *, scratch: Path, credential: str | None, host: HostView) -> list[str]:
     """Pure: bwrap's options confining `spec.command` (which follows them, after `--`, on
     bwrap's command line: bwrap reads only options from its `--args` pipe)."""
-    args = ["--unshare-all"]
+    # --unshare-all only tries a user namespace; insisting on one lets nested ones be refused.
+    args = ["--unshare-all", "--unshare-user"]
     if spec.network:
         args.append("--share-net")
     args += [
-        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL",
+        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns", "--cap-drop", "ALL",
         "--die-with-parent", "--new-session", "--clearenv",
     ]
     for name, value in sorted({**BASE_ENV, "HOME": SANDBOX_HOME}.items()):

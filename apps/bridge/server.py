@@ -73,6 +73,11 @@ def _process(ctx: ServerRequestContext[Any, Any]) -> Managed:
     return managed
 
 
+def _not_sent(exc: Unavailable) -> MCPError:
+    return MCPError(INVALID_REQUEST, exc.message,
+                    data={"reason": NOT_RUNNING, "retry_after_s": max(1, round(exc.retry_after_s))})
+
+
 def _gone(exc: ProcessGone) -> MCPError:
     return MCPError(
         INTERNAL_ERROR,
@@ -87,6 +92,8 @@ async def list_tools(
 ) -> ListToolsResult:
     try:
         return ListToolsResult(tools=await _process(ctx).list_tools())
+    except Unavailable as exc:
+        raise _not_sent(exc) from None
     except ProcessGone as exc:
         raise _gone(exc) from None
 
@@ -94,6 +101,8 @@ async def list_tools(
 async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
     try:
         return await _process(ctx).call_tool(params.name, params.arguments)
+    except Unavailable as exc:
+        raise _not_sent(exc) from None
     except ProcessGone as exc:
         raise _gone(exc) from None
 
@@ -101,17 +110,19 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequest
 class BridgeApp:
     """The ASGI app: checks, the process, then the SDK's Streamable HTTP session manager."""
 
-    def __init__(self, *, host: str, scratch_root: Path, max_line_bytes: int) -> None:
+    def __init__(self, *, scratch_root: Path, max_line_bytes: int) -> None:
         self.cgroups = Cgroups.detect()
         self.supervisor = Supervisor(
             scratch_root=scratch_root, cgroups=self.cgroups, max_line_bytes=max_line_bytes
         )
         self.token = bridge_token()
         self.mcp = Server(SERVER_NAME, on_list_tools=list_tools, on_call_tool=call_tool)
-        hosts = dict.fromkeys([f"{host}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"])
+        # The SDK's DNS-rebinding check (a Host allow-list) is off: every request must carry
+        # the bridge token, which a page a browser was lured to cannot add, and an allow-list
+        # would refuse the name a deployment reaches the bridge by (a container's, say).
         self.manager = StreamableHTTPSessionManager(
             app=self.mcp, json_response=True,
-            security_settings=TransportSecuritySettings(allowed_hosts=list(hosts), allowed_origins=[]),
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -145,14 +156,16 @@ class BridgeApp:
             return
         credential = headers.get(CREDENTIAL_HEADER.lower())
         key = ProcessKey.of(address, spec, credential)
-        managed: Managed | None = None
-        if scope["method"] == "POST":
+        if scope["method"] != "POST":
+            # A GET stream or a DELETE of a session: nothing for the process.
+            await self.manager.handle_request(scope, receive, send)
+            return
+        async with AsyncExitStack() as stack:
             try:
-                managed = await self.supervisor.acquire(key, spec, credential)
+                managed = await stack.enter_async_context(self.supervisor.serving(key, spec, credential))
             except Unavailable as exc:
                 await _not_running(send, exc)
                 return
-        async with self.supervisor.using(managed):
             await self.manager.handle_request({**scope, SCOPE_KEY: managed}, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -192,8 +205,8 @@ async def _not_running(send: Send, exc: Unavailable) -> None:
     await _json(send, 503, body, extra=[(b"retry-after", str(retry).encode())])
 
 
-def bridge_app(*, host: str) -> BridgeApp:
+def bridge_app() -> BridgeApp:
     return BridgeApp(
-        host=host, scratch_root=Path(settings.TOOLHUB_MCP_SCRATCH_DIR),
+        scratch_root=Path(settings.TOOLHUB_MCP_SCRATCH_DIR),
         max_line_bytes=settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES,
     )

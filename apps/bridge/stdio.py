@@ -86,8 +86,11 @@ async def child_streams(
         raise ValueError(f"the command and paths take {len(encoded)} bytes, more than {MAX_ARGS_BYTES}")
     args_read, args_write = os.pipe()
     try:
-        os.write(args_write, encoded)
-        os.close(args_write)
+        try:
+            os.write(args_write, encoded)
+        finally:
+            # Closed once, at once: a descriptor number closed twice may be another's by then.
+            os.close(args_write)
         process = await asyncio.create_subprocess_exec(
             BWRAP, "--args", str(args_read), "--", *command,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -96,8 +99,6 @@ async def child_streams(
         )
     finally:
         os.close(args_read)
-        with contextlib.suppress(OSError):
-            os.close(args_write)
     child = Child(process, group, label)
     logger.info("%s: started, pid %s", label, process.pid)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -215,7 +216,15 @@ async def _log_stderr(child: Child, secret: str | None) -> None:
     dropped = 0
     pending = b""
     while True:
-        chunk = await stderr.read(65536)
+        try:
+            chunk = await asyncio.wait_for(stderr.read(65536), timeout=1.0)
+        except TimeoutError:
+            # A quiet second: say how many lines of the last burst were not logged.
+            if dropped:
+                logger.warning("%s: %s stderr lines not logged (more than %s a second)",
+                               child.label, dropped, STDERR_LINES_PER_S)
+                dropped = 0
+            continue
         if not chunk:
             lines = [pending] if pending else []
         else:

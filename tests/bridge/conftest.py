@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -70,3 +71,42 @@ def on_bridge(url: str, headers: dict[str, str], work: Callable[[ClientSession],
             return await work(session)
 
     return asyncio.run(run())
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first error inside an exception group (anyio's task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def call(url: str, headers: dict[str, str], tool: str, arguments: dict[str, Any] | None = None) -> Any:
+    """The tool's CallToolResult, or the MCPError (or other error) the client raised."""
+
+    async def work(session: ClientSession) -> Any:
+        return await session.call_tool(tool, arguments or {})
+
+    try:
+        return on_bridge(url, headers, work)
+    except BaseException as exc:  # noqa: BLE001 - the test looks at what failed
+        return leaf(exc)
+
+
+def structured(url: str, headers: dict[str, str], tool: str, arguments: dict[str, Any] | None = None) -> Any:
+    """The structured answer of a tool that must succeed."""
+    result = call(url, headers, tool, arguments)
+    assert not isinstance(result, BaseException), repr(result)
+    assert not result.is_error, result
+    return result.structured_content
+
+
+def eventually(check: Callable[[], T], *, timeout_s: float = 10, every_s: float = 0.2) -> T:
+    """`check()`'s first value that raises nothing within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(every_s)

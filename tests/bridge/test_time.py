@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextContent
 
 from .conftest import headers_for, on_bridge, time_launcher, url_for
@@ -28,3 +32,22 @@ def test_the_time_server_lists_and_answers_get_current_time(mcp_bridge):
     text = answer.content[0]
     assert isinstance(text, TextContent)
     assert json.loads(text.text)["timezone"] == "UTC"
+
+
+def test_the_2025_11_25_handshake_is_served_too(mcp_bridge):
+    # Given a client that speaks only the initialize handshake
+    headers = headers_for(time_launcher())
+
+    async def run():
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0), trust_env=False) as http,
+            streamable_http_client(url_for(upstream_id=2, tenant_id=1), http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            initialized = await session.initialize()
+            return initialized, await session.call_tool("get_current_time", {"timezone": "UTC"})
+
+    initialized, answer = asyncio.run(run())
+
+    assert initialized.protocol_version == "2025-11-25"
+    assert not answer.is_error

@@ -32,6 +32,6 @@ class Command(BaseCommand):
         # uvicorn handles SIGINT and SIGTERM: it stops serving, and the app's lifespan stops
         # every process. Its logs go through Django's logging configuration.
         uvicorn.run(
-            bridge_app(host=host), host=host, port=port, lifespan="on", log_config=None,
+            bridge_app(), host=host, port=port, lifespan="on", log_config=None,
             access_log=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
