@@ -11,6 +11,7 @@ tasks/* requests that follow go through ClientSession.send_request with those mo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from apps.gateway.api import mcp_tasks
 from apps.gateway.execution import execute_async_entry
 from apps.ledger.approvals import approval_decide
+from apps.ledger.execution_hooks import entry_execution, register_entry_execution
 from apps.ledger.models import Approval, LedgerEntry
 from apps.ledger.services import ledger_mark_unknown
 from apps.tenancy.models import Agent
@@ -103,6 +105,18 @@ class Tasks(ClientExtension):
 
     def claims(self):
         return [ResultClaim(result_type="task", model=CreatedTask, resolve=self.resolve)]
+
+
+@pytest.fixture(autouse=True)
+def deferred_calls_wait_for_the_test() -> Any:
+    """The test plays the worker (`meanwhile`): a deferred call's entry is kept for it rather
+    than handed to the broker, where a Celery worker another module started for the whole
+    session (tests/e2e) would run it first, without this module's tools."""
+    registered = entry_execution()
+    kept: list[str] = []
+    register_entry_execution(dataclasses.replace(registered, enqueue=kept.append))
+    yield kept
+    register_entry_execution(registered)
 
 
 def _run_worker(task_id: str) -> None:
