@@ -260,7 +260,7 @@ def wait_for_gunicorn(process: subprocess.Popen, *, url: str, log_path: Path) ->
     wait_until(up, timeout_s=30, what=f"gunicorn at {url} to answer /healthz")
 
 
-def stop_gunicorn(process: subprocess.Popen, *, timeout_s: float = 30) -> None:
+def stop_gunicorn(process: subprocess.Popen, *, timeout_s: float = 10) -> None:
     os.killpg(process.pid, signal.SIGINT)  # quick shutdown: no in-flight work to wait for
     try:
         process.wait(timeout=timeout_s)
