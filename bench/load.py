@@ -101,24 +101,28 @@ def gunicorn(*, port: int, workers: int, threads: int, env: dict[str, str]) -> I
             cwd=ROOT, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
         )
         try:
-            _wait_until_up(base_url, server)
+            wait_until_healthy(base_url, server, what="gunicorn", log=SERVER_LOG)
             yield Server(base_url=base_url, process_group=server.pid)
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=30)
 
 
-def _wait_until_up(base_url: str, server: subprocess.Popen) -> None:
-    for _ in range(150):
-        if server.poll() is not None:
-            raise SystemExit(f"gunicorn exited ({server.returncode}); is {base_url} free? See {SERVER_LOG}.")
+def wait_until_healthy(
+    base_url: str, process: subprocess.Popen, *, what: str, log: Path, seconds: int = 30
+) -> None:
+    """Until `process` answers `base_url`/healthz; SystemExit naming `what` and its `log` when
+    it exits or does not answer within `seconds`."""
+    for _ in range(seconds * 5):
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited ({process.returncode}); is {base_url} free? See {log}.")
         try:
             if httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise SystemExit("gunicorn did not start within 30 s")
+    raise SystemExit(f"{what} did not answer {base_url}/healthz within {seconds} s; see {log}.")
 
 
 def wrk(

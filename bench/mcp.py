@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from .config import (
     say,
 )
 from .cpu import process_group
-from .load import ROOT, Load, Server
+from .load import ROOT, Load, Server, wait_until_healthy
 from .over_http import Target, take_turns
 
 PROTOCOL_VERSION = "2025-06-18"
@@ -83,19 +82,8 @@ def shipping_server() -> Iterator[int]:
             env={**os.environ, "DEMO_SHIPPING_API_KEY": settings.TOOLHUB_SECRETS["DEMO_SHIPPING_API_KEY"]},
         )
     try:
-        for _ in range(100):
-            if process.poll() is not None:
-                raise SystemExit(
-                    f"the shipping MCP server exited; is port {MCP_PORT} free? See {SHIPPING_LOG}."
-                )
-            try:
-                if httpx.get(f"http://127.0.0.1:{MCP_PORT}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        else:
-            raise SystemExit(f"the shipping MCP server did not answer within 20 s; see {SHIPPING_LOG}.")
+        wait_until_healthy(f"http://127.0.0.1:{MCP_PORT}", process, what="the shipping MCP server",
+                           log=SHIPPING_LOG, seconds=20)
         yield process.pid
     finally:
         os.killpg(process.pid, signal.SIGTERM)

@@ -31,7 +31,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from .calls import Access, invoke_body
 from .config import BRIDGE_PORT, ENV, say
-from .load import ROOT, Server
+from .load import ROOT, Server, wait_until_healthy
 
 CALLS = int(os.environ.get("BENCH_STDIO_CALLS", "200"))
 ROUNDS = int(os.environ.get("BENCH_STDIO_ROUNDS", "3"))
@@ -91,17 +91,8 @@ def mcp_bridge() -> Iterator[None]:
             cwd=ROOT, env=ENV, start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
         )
     try:
-        for _ in range(100):
-            if process.poll() is not None:
-                raise SystemExit(f"the MCP bridge exited; is port {BRIDGE_PORT} free? See {BRIDGE_LOG}.")
-            try:
-                if httpx.get(f"http://127.0.0.1:{BRIDGE_PORT}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        else:
-            raise SystemExit(f"the MCP bridge did not answer within 20 s; see {BRIDGE_LOG}.")
+        wait_until_healthy(f"http://127.0.0.1:{BRIDGE_PORT}", process, what="the MCP bridge", log=BRIDGE_LOG,
+                           seconds=20)
         yield
     finally:
         process.terminate()

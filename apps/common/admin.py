@@ -157,6 +157,26 @@ class ToolHubAdmin(admin.ModelAdmin):
     list_per_page = 50
 
 
+class SuperuserOnlyMixin:
+    """An admin only superusers see and use: the platform's own decisions (who is scoped
+    where, what may run on ToolHub's machines), never a tenant's staff."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self.has_module_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+
 class ExactSearchMixin:
     """Search of a big table: exact matches on indexed text columns, never a LIKE '%…%' scan."""
 

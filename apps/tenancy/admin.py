@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 
 from apps.common.admin import (
     ReadOnlyInline,
+    SuperuserOnlyMixin,
     TenantScopedAdmin,
     admin_actor,
     admin_scope,
@@ -264,26 +265,11 @@ class TenantPolicyAdmin(TenantScopedAdmin):
 
 
 @admin.register(StaffScope)
-class StaffScopeAdmin(admin.ModelAdmin):
+class StaffScopeAdmin(SuperuserOnlyMixin, admin.ModelAdmin):
     """Only superusers decide who is scoped where; a scoped user must not widen their own scope."""
 
     list_display = ("user", "tenant")
     list_select_related = ("user", "tenant")
     search_fields = ("user__username", "user__email", "tenant__slug")
     ordering = ("tenant__slug", "user__username")
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_active and request.user.is_superuser
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return self.has_module_permission(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
 

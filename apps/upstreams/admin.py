@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.common.admin import ReadOnlyInline, TenantScopedAdmin, ToolHubAdmin, admin_actor
+from apps.common.admin import ReadOnlyInline, SuperuserOnlyMixin, TenantScopedAdmin, ToolHubAdmin, admin_actor
 from apps.common.egress import egress_policy
 
 from .models import Credential, McpLauncher, SubjectCredential, Upstream, value_problem
@@ -73,7 +73,7 @@ class LinesFieldsMixin:
 
 
 @admin.register(McpLauncher)
-class McpLauncherAdmin(LinesFieldsMixin, ToolHubAdmin):
+class McpLauncherAdmin(SuperuserOnlyMixin, LinesFieldsMixin, ToolHubAdmin):
     """Launchers are the platform's: running a command is running code on ToolHub's machines,
     so only superusers see and change them (the paths and limits are the machines' business).
     Tenant staff choose one by name in an upstream's form."""
@@ -98,21 +98,6 @@ class McpLauncherAdmin(LinesFieldsMixin, ToolHubAdmin):
     @admin.display(description="upstreams")
     def upstream_count(self, obj: McpLauncher) -> int:
         return obj.upstreams.count()
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return request.user.is_active and request.user.is_superuser
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return self.has_module_permission(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return self.has_module_permission(request)
 
     def save_model(self, request: HttpRequest, obj: McpLauncher, form: Any, change: bool) -> None:
         launcher_save(launcher=obj, actor=admin_actor(request))
