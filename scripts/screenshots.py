@@ -11,8 +11,10 @@ docs/admin-version.png, docs/admin-version-unsaved.png, docs/admin-dashboard.png
 open drift finding), docs/admin-triage.png, docs/admin-triage-entry.png,
 docs/admin-invocations.png, docs/admin-approval.png, docs/admin-payments-faults.png (an empty
 list explaining itself), docs/admin-openapi-import.png, docs/admin-credential.png,
-docs/admin-drift-findings.png and docs/admin-drift-finding.png. Both servers are stopped at
-the end, also on error.
+docs/admin-drift-findings.png and docs/admin-drift-finding.png, and the stdio servers' pages
+README "Servers that speak stdio" shows: docs/admin-mcp-launcher.png (a launcher, as only a
+superuser sees it) and docs/admin-stdio-upstream.png (a tenant's upstream naming it). The
+servers are stopped at the end, also on error.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ from apps.catalog.services import version_create_draft_from, version_save_draft 
 from apps.demo_shop.models import PaymentsFault  # noqa: E402
 from apps.ledger.models import Approval, LedgerEntry, LedgerState, ReconcileAttempt  # noqa: E402
 from apps.tenancy.models import Agent, Tenant  # noqa: E402
-from apps.upstreams.models import Upstream  # noqa: E402
+from apps.upstreams.models import McpLauncher, Upstream  # noqa: E402
+from apps.upstreams.services import launcher_save, upstream_save  # noqa: E402
 
 USER, PASSWORD = "screenshots", "screenshots-only-pw"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -260,10 +263,38 @@ def shoot(base: str, draft: ToolVersion) -> None:
         page.screenshot(path=str(ROOT / "docs/admin-drift-finding.png"))
 
 
+def seed_stdio() -> tuple[int, int]:
+    """README "Servers that speak stdio", steps 1 and 2: a launcher and the demo's upstream
+    naming it (kept from an earlier run of this script)."""
+    launcher = McpLauncher.objects.filter(name="mcp-server-git").first() or launcher_save(
+        launcher=McpLauncher(
+            name="mcp-server-git", description="Reads and searches Git repositories (mcp-server-git, PyPI).",
+            command=["/opt/mcp/git/bin/mcp-server-git"], read_paths=["/srv/repos"], allow_args=True,
+            memory_mb=512,
+        ),
+        actor="screenshots",
+    )
+    upstream = Upstream.objects.filter(tenant__slug="demo", name="docs-repo").first() or upstream_save(
+        upstream=Upstream(tenant=Tenant.objects.get(slug="demo"), name="docs-repo", kind="mcp", base_url="",
+                          launcher=launcher, launcher_args=["--repository", "/srv/repos/docs"]),
+        actor="screenshots",
+    )
+    return launcher.pk, upstream.pk
+
+
+def shoot_stdio(base: str, launcher_id: int, upstream_id: int) -> None:
+    with admin_page(base) as page:
+        page.goto(f"{base}/admin/upstreams/mcplauncher/{launcher_id}/change/")
+        page.screenshot(path=str(ROOT / "docs/admin-mcp-launcher.png"), full_page=True)
+        page.goto(f"{base}/admin/upstreams/upstream/{upstream_id}/change/")
+        page.screenshot(path=str(ROOT / "docs/admin-stdio-upstream.png"), full_page=True)
+
+
 def main() -> None:
     if "DATABASE_URL" not in os.environ:
         sys.exit("Set DATABASE_URL to a scratch database: this script seeds it.")
     draft = seed()
+    launcher_id, stdio_id = seed_stdio()
     shipping = Upstream.objects.get(tenant__slug="demo", name="demo-shipping")
     port = free_port()
     env = {**os.environ, "DEBUG": "false",
@@ -285,11 +316,13 @@ def main() -> None:
             shoot_mcp_import(base, shipping.pk)
             make_drift()
             shoot(base, draft)
+            shoot_stdio(base, launcher_id, stdio_id)
     print("Saved docs/admin-mcp-import.png, admin-version.png, admin-version-unsaved.png, "
           "admin-dashboard.png,\nadmin-triage.png, admin-triage-entry.png, admin-invocations.png, "
           "admin-approval.png, "
           "admin-payments-faults.png,\nadmin-openapi-import.png, admin-credential.png, "
-          "admin-drift-findings.png, admin-drift-finding.png")
+          "admin-drift-findings.png, admin-drift-finding.png,\nadmin-mcp-launcher.png, "
+          "admin-stdio-upstream.png")
 
 
 if __name__ == "__main__":

@@ -177,8 +177,8 @@ class McpLauncher(TimeStampedModel):
     name = models.CharField(max_length=63, unique=True, validators=[name_validator])
     description = models.TextField(blank=True, help_text="What the server does, for curators.")
     command = models.JSONField(
-        help_text='The executable (an absolute path) and its fixed arguments, e.g. '
-        '["/opt/mcp/bin/mcp-server-time", "--local-timezone", "UTC"].',
+        help_text="The executable (an absolute path), then its fixed arguments: e.g. "
+        "/opt/mcp/bin/mcp-server-time, --local-timezone, UTC."
     )
     read_paths = models.JSONField(
         default=list, blank=True,

@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
                 ('updated_at', models.DateTimeField(auto_now=True)),
                 ('name', models.CharField(max_length=63, unique=True, validators=[django.core.validators.RegexValidator('^[a-z0-9][a-z0-9_-]{0,62}$', "Use lowercase letters, digits, '-' and '_', at most 63.")])),
                 ('description', models.TextField(blank=True, help_text='What the server does, for curators.')),
-                ('command', models.JSONField(help_text='The executable (an absolute path) and its fixed arguments, e.g. ["/opt/mcp/bin/mcp-server-time", "--local-timezone", "UTC"].')),
+                ('command', models.JSONField(help_text='The executable (an absolute path), then its fixed arguments: e.g. /opt/mcp/bin/mcp-server-time, --local-timezone, UTC.')),
                 ('read_paths', models.JSONField(blank=True, default=list, help_text='Host paths the process may read (absolute). The executable, its interpreter and the libraries they load are always readable, never writable.')),
                 ('write_paths', models.JSONField(blank=True, default=list, help_text='Host paths the process may write (absolute), besides its own scratch directory.')),
                 ('env_names', models.JSONField(blank=True, default=list, help_text="The environment variables a tenant's credential (kind env) may fill. The process sees no other variable of ToolHub's.", verbose_name='environment names')),
