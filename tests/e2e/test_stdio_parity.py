@@ -2,10 +2,10 @@
 tools imported (`import_mcp` and the admin's "Import tools" page), a write through the ledger
 with the ledger's key (a replay answers the stored result), a write whose answer came too late
 or whose server died after applying it settled through the server's status tool (or handed to
-triage without one). The server is tests/stdio_shipping_server.py (tests/e2e/stdio_shipping.py),
-run by the real MCP bridge under bubblewrap; the tests mirror the HTTP server's
-(tests/gateway/executors/mcp/test_mcp_reconcile.py and test_mcp_executor.py,
-tests/admin/test_mcp_tools_import_admin.py)."""
+triage without one), and a server that is down answering that nothing was sent. The server is
+tests/stdio_shipping_server.py (tests/e2e/stdio_shipping.py), run by the real MCP bridge under
+bubblewrap; the tests mirror the HTTP server's (tests/gateway/executors/mcp/test_mcp_reconcile.py
+and test_mcp_executor.py, tests/admin/test_mcp_tools_import_admin.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tests.admin.test_mcp_tools_import_admin import curator, page_of
 from tests.agent_tools import agent, api  # noqa: F401
 from tests.e2e.stdio_shipping import (
     bookings,
+    break_server,
     break_server_once_booked,
     mend_server,
     shipping,  # noqa: F401
@@ -144,6 +145,30 @@ def test_a_write_whose_server_died_after_booking_is_committed_through_the_status
         "ok", True, {"pickup_id": "pu-1", "shipment_id": "s-1"}
     )
     assert bookings(shipping)["arrived"] == [entry.key]
+
+
+def test_a_write_to_a_server_that_is_down_fails_with_nothing_sent_and_goes_through_once_it_is_back(
+    shipping, api, mcp_bridge  # noqa: F811
+):
+    # given: the server was called, then died and cannot start
+    import_mcp("--tools", "schedule_pickup", "--publish", "--grant", "helper")
+    assert invoke(api, "schedule_pickup", {"shipment_id": "s-1"}, call_id="c1").json()["status"] == "ok"
+    break_server(shipping, mcp_bridge)
+
+    # when
+    down = invoke(api, "schedule_pickup", {"shipment_id": "s-2"}, call_id="c2").json()
+    mend_server(shipping)
+    back = invoke(api, "schedule_pickup", {"shipment_id": "s-3"}, call_id="c3").json()
+
+    # then: nothing was sent, as for a server at a URL that is down: certainly not applied,
+    # and worth trying later; once it is back, the next write is applied once
+    assert (down["status"], down["kind"]) == ("error", "upstream_error"), down
+    assert "could not be reached; nothing was sent" in down["message"]
+    assert "try again later" in down["hint"]
+    assert (back["status"], back["data"]) == ("ok", {"pickup_id": "pu-2", "shipment_id": "s-3"}), back
+    states = LedgerEntry.objects.order_by("created_at").values_list("state", flat=True)
+    assert list(states) == [LedgerState.COMMITTED, LedgerState.FAILED, LedgerState.COMMITTED]
+    assert len(bookings(shipping)["arrived"]) == 2
 
 
 def test_the_admins_import_page_lists_the_servers_tools_and_imports_the_ticked_ones(shipping, agent):  # noqa: F811

@@ -50,6 +50,7 @@ from apps.common.egress import EgressRefused
 from apps.common.errors import InvalidArgsError, UnavailableError, UpstreamError
 from apps.common.jsontext import printable
 from apps.gateway.text import clip, pointer
+from apps.upstreams.bridge import NOT_RUNNING
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call
@@ -237,6 +238,8 @@ def run_mcp(request: ExecutionRequest) -> Any:
         if progress.refused:
             # The SDK answers a request whose connection was refused as "Connection closed".
             raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider") from None
+        if _not_running(exc):
+            raise ExecutionNotSent(f"the MCP bridge has no process to send it to: {exc.message}") from None
         if exc.error.code == INVALID_PARAMS:
             raise _invalid_params(request, exc, endpoint) from None
         if exc.error.code not in REFUSAL_CODES:
@@ -276,6 +279,13 @@ def run_mcp(request: ExecutionRequest) -> Any:
     return _shown(_content(result), endpoint)
 
 
+def _not_running(exc: MCPError) -> bool:
+    """The MCP bridge had no process of a stdio server to send the request to (it could not be
+    started, or died and is backing off): nothing reached the server, as for a refused connection."""
+    data = exc.error.data
+    return isinstance(data, dict) and data.get("reason") == NOT_RUNNING
+
+
 class ListingFailed(Exception):
     """The server's tools could not be listed; the message says why, for an operator."""
 
@@ -311,8 +321,9 @@ def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list
     except FutureTimeout:
         raise ListingFailed(f"upstream {upstream.name} gave no answer in {upstream.timeout_s} s") from None
     except MCPError as exc:
+        said = "could not serve" if _not_running(exc) else "refused"
         raise ListingFailed(
-            f"upstream {upstream.name} refused tools/list: {endpoint.hidden(exc.message)[:MESSAGE_CHARS]}"
+            f"upstream {upstream.name} {said} tools/list: {endpoint.hidden(exc.message)[:MESSAGE_CHARS]}"
         ) from None
     except EgressRefused as exc:
         raise ListingFailed(f"upstream {upstream.name} is refused: {exc.reason}") from None
