@@ -6,6 +6,7 @@ the HTTP shipping server's tests, so their helpers (tests/imports/conftest.py) s
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from apps.bridge.processes import BACKOFF_FIRST_S
+from apps.bridge.processes import BACKOFF_MAX_S
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import upstream_save
 from tests.bridge_server import BridgeServer
@@ -23,6 +24,7 @@ from tests.imports.conftest import run_command
 from tests.stdio_shipping_server import BOOKINGS, BROKEN
 
 SERVER = Path(__file__).resolve().parent.parent / "stdio_shipping_server.py"
+BACKOFF = re.compile(r"started again on a request after (\d+) s")
 
 
 @pytest.fixture
@@ -53,18 +55,19 @@ def status_tool(name: str) -> None:
     upstream_save(upstream=upstream, actor="test")
 
 
-def _stops(bridge: BridgeServer) -> int:
-    """How many times the bridge logged a stdio-shipping process stopping by itself."""
-    lines = bridge.log_text().splitlines()
-    return sum("stdio-shipping" in line and "stopped by itself" in line for line in lines)
+def _stops(bridge: BridgeServer) -> list[str]:
+    """The bridge's lines saying a stdio-shipping process stopped by itself (each names the
+    back-off before it is started again)."""
+    return [line for line in bridge.log_text().splitlines()
+            if "stdio-shipping" in line and "stopped by itself" in line]
 
 
 def break_server(state: Path, bridge: BridgeServer) -> None:
     """The server exits and cannot start again (until `mend_server`); returns once the bridge
     knows, so the next request finds no process."""
-    before = _stops(bridge)
+    before = len(_stops(bridge))
     (state / BROKEN).touch()
-    wait_for(lambda: _stops(bridge) > before, what="the bridge to see the server stop")
+    wait_for(lambda: len(_stops(bridge)) > before, what="the bridge to see the server stop")
 
 
 def break_server_once_booked(state: Path, bridge: BridgeServer) -> threading.Thread:
@@ -79,8 +82,9 @@ def break_server_once_booked(state: Path, bridge: BridgeServer) -> threading.Thr
     return watcher
 
 
-def mend_server(state: Path) -> None:
-    """The server can start again; returns once the bridge's back-off after its first stop
-    (BACKOFF_FIRST_S) is over, so the next request starts it."""
+def mend_server(state: Path, bridge: BridgeServer) -> None:
+    """The server can start again; returns once the bridge's back-off after its last stop is
+    over, so that the next request starts it."""
     (state / BROKEN).unlink()
-    time.sleep(BACKOFF_FIRST_S + 0.2)
+    backoff = BACKOFF.search(_stops(bridge)[-1])
+    time.sleep((float(backoff[1]) if backoff else BACKOFF_MAX_S) + 0.2)

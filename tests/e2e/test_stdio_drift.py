@@ -114,7 +114,7 @@ def test_a_server_that_cannot_run_suspends_the_tools_it_could_not_compare(
     assert "could not compare" in refused["message"]
 
     # when: the server runs again
-    mend_server(shipping)
+    mend_server(shipping, mcp_bridge)
     with django_capture_on_commit_callbacks(execute=True):
         sync_upstreams("--upstream", "shipping")
 

@@ -135,7 +135,7 @@ def test_a_write_whose_server_died_after_booking_is_committed_through_the_status
     assert "Do not call again" in body["hint"]
 
     # when: it can start again, and the reconciler asks it
-    mend_server(shipping)
+    mend_server(shipping, mcp_bridge)
     settled = ledger_reconcile_entry(entry_id=entry.pk)
     replay = invoke(api, "schedule_pickup", {"shipment_id": "s-1"}).json()
 
@@ -157,7 +157,7 @@ def test_a_write_to_a_server_that_is_down_fails_with_nothing_sent_and_goes_throu
 
     # when
     down = invoke(api, "schedule_pickup", {"shipment_id": "s-2"}, call_id="c2").json()
-    mend_server(shipping)
+    mend_server(shipping, mcp_bridge)
     back = invoke(api, "schedule_pickup", {"shipment_id": "s-3"}, call_id="c3").json()
 
     # then: nothing was sent, as for a server at a URL that is down: certainly not applied,
