@@ -177,10 +177,12 @@ def test_the_admins_import_page_lists_the_servers_tools_and_imports_the_ticked_o
     acme = curator("acme-curator", agent.tenant)
 
     # when
+    upstream_page = acme.get(reverse("admin:upstreams_upstream_change", args=[upstream.pk])).content.decode()
     page = acme.get(page_of(upstream)).content.decode()
     imported = acme.post(page_of(upstream), {"tools": ["schedule_pickup", "pickup_status"]})
 
     # then
+    assert f'href="{page_of(upstream)}" id="import-tools">Import tools</a>' in upstream_page
     assert "<code>track_shipment</code>" in page and "<code>schedule_pickup</code>" in page
     assert "Books a courier pickup of a shipment." in page
     row = page[page.index("<code>pickup_status</code>"):]
