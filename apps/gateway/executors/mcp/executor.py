@@ -10,13 +10,13 @@ is made, for a refusal that says why, and again on each connection the session's
 makes (AsyncEgressTransport: it connects only to the addresses it checked). Failures are
 classified like the `http` executor's: refused by policy or configuration → `unavailable`;
 nothing reached the server (connection refused, a failed handshake, a timeout before the
-call was sent) → not sent; no answer in time after sending → timed out; the session broke
-after sending, or a JSON-RPC error other than a refusal of the request itself (the SDK
-reports a stream that ended without an answer as one) → ambiguous. A JSON-RPC "invalid
-params" is a refusal of the arguments before anything ran: `invalid_args`, quoting the
-server's words as data. A result with `isError: true` is the server's refusal: an
-`upstream_error` quoting its text as data, its content in `raw`; on a readonly call the hint
-says that calling again with other arguments is safe.
+call was sent, the bridge's "not running") → not sent; no answer in time after sending →
+timed out; the session broke after sending, or a JSON-RPC error other than a refusal of the
+request itself (the SDK reports a stream that ended without an answer as one) → ambiguous.
+A JSON-RPC "invalid params" is a refusal of the arguments before anything ran:
+`invalid_args`, quoting the server's words as data. A result with `isError: true` is the
+server's refusal: an `upstream_error` quoting its text as data, its content in `raw`; on a
+readonly call the hint says that calling again with other arguments is safe.
 
 MCP has no standard status lookup. A write carries the ledger's idempotency key in the tool
 argument the version's `idempotency_argument` names; when its outcome is unknown, the
@@ -280,8 +280,7 @@ def run_mcp(request: ExecutionRequest) -> Any:
 
 
 def _not_running(exc: MCPError) -> bool:
-    """The MCP bridge had no process of a stdio server to send the request to (it could not be
-    started, or died and is backing off): nothing reached the server, as for a refused connection."""
+    """The bridge had no process to send it to (docs/stdio-servers.md): nothing reached the server."""
     data = exc.error.data
     return isinstance(data, dict) and data.get("reason") == NOT_RUNNING
 
