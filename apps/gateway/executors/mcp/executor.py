@@ -10,13 +10,13 @@ is made, for a refusal that says why, and again on each connection the session's
 makes (AsyncEgressTransport: it connects only to the addresses it checked). Failures are
 classified like the `http` executor's: refused by policy or configuration → `unavailable`;
 nothing reached the server (connection refused, a failed handshake, a timeout before the
-call was sent) → not sent; no answer in time after sending → timed out; the session broke
-after sending, or a JSON-RPC error other than a refusal of the request itself (the SDK
-reports a stream that ended without an answer as one) → ambiguous. A JSON-RPC "invalid
-params" is a refusal of the arguments before anything ran: `invalid_args`, quoting the
-server's words as data. A result with `isError: true` is the server's refusal: an
-`upstream_error` quoting its text as data, its content in `raw`; on a readonly call the hint
-says that calling again with other arguments is safe.
+call was sent, the bridge's "not running") → not sent; no answer in time after sending →
+timed out; the session broke after sending, or a JSON-RPC error other than a refusal of the
+request itself (the SDK reports a stream that ended without an answer as one) → ambiguous.
+A JSON-RPC "invalid params" is a refusal of the arguments before anything ran:
+`invalid_args`, quoting the server's words as data. A result with `isError: true` is the
+server's refusal: an `upstream_error` quoting its text as data, its content in `raw`; on a
+readonly call the hint says that calling again with other arguments is safe.
 
 MCP has no standard status lookup. A write carries the ledger's idempotency key in the tool
 argument the version's `idempotency_argument` names; when its outcome is unknown, the
@@ -50,6 +50,7 @@ from apps.common.egress import EgressRefused
 from apps.common.errors import InvalidArgsError, UnavailableError, UpstreamError
 from apps.common.jsontext import printable
 from apps.gateway.text import clip, pointer
+from apps.upstreams.bridge import NOT_RUNNING
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import ResolvedUpstream, upstream_for_call
@@ -237,6 +238,8 @@ def run_mcp(request: ExecutionRequest) -> Any:
         if progress.refused:
             # The SDK answers a request whose connection was refused as "Connection closed".
             raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider") from None
+        if _not_running(exc):
+            raise ExecutionNotSent(f"the MCP bridge has no process to send it to: {exc.message}") from None
         if exc.error.code == INVALID_PARAMS:
             raise _invalid_params(request, exc, endpoint) from None
         if exc.error.code not in REFUSAL_CODES:
@@ -276,6 +279,12 @@ def run_mcp(request: ExecutionRequest) -> Any:
     return _shown(_content(result), endpoint)
 
 
+def _not_running(exc: MCPError) -> bool:
+    """The bridge had no process to send it to (docs/stdio-servers.md): nothing reached the server."""
+    data = exc.error.data
+    return isinstance(data, dict) and data.get("reason") == NOT_RUNNING
+
+
 class ListingFailed(Exception):
     """The server's tools could not be listed; the message says why, for an operator."""
 
@@ -311,8 +320,9 @@ def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list
     except FutureTimeout:
         raise ListingFailed(f"upstream {upstream.name} gave no answer in {upstream.timeout_s} s") from None
     except MCPError as exc:
+        said = "could not serve" if _not_running(exc) else "refused"
         raise ListingFailed(
-            f"upstream {upstream.name} refused tools/list: {endpoint.hidden(exc.message)[:MESSAGE_CHARS]}"
+            f"upstream {upstream.name} {said} tools/list: {endpoint.hidden(exc.message)[:MESSAGE_CHARS]}"
         ) from None
     except EgressRefused as exc:
         raise ListingFailed(f"upstream {upstream.name} is refused: {exc.reason}") from None
