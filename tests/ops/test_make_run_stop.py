@@ -142,7 +142,7 @@ def test_kill_int_of_makes_pid_stops_all_five(make_in_a_terminal):
     status = running.wait(timeout_s=60)
 
     # Then everything stops; make ends as a process interrupted by SIGINT does
-    assert status is not None, "make run did not stop on kill -INT of its pid"
+    assert status is not None, f"make run did not stop on kill -INT of its pid:\n{running.text[-3000:]}"
     assert "Stopped." in running.text
     assert os.waitstatus_to_exitcode(status) in {0, -signal.SIGINT}
     _all_stopped(running)
