@@ -20,6 +20,7 @@ import httpx
 from tests.mcp_upstream import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+BRIDGE_DATABASE_URL = "postgres://toolhub:db-password-the-sandbox-must-not-see@127.0.0.1:5432/toolhub"
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ def bridge_server(workdir: Path, *, env: dict[str, str] | None = None) -> Iterat
     log = workdir / "bridge.log"
     scratch = workdir / "scratch"
     environment = {
+        # A database URL in its environment, as a deployment's bridge may well have: what a
+        # server must never see (the bridge itself opens no connection).
+        "DATABASE_URL": BRIDGE_DATABASE_URL,
         **os.environ, "DJANGO_SETTINGS_MODULE": "toolhub.settings.test", "LOG_FORMAT": "plain",
         "LOG_COLOR": "0", "TOOLHUB_MCP_SCRATCH_DIR": str(scratch), **(env or {}),
     }

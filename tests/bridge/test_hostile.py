@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from apps.upstreams.bridge import PROCESS_STOPPED
+from tests.bridge_server import BRIDGE_DATABASE_URL
 
 from .conftest import call, eventually, headers_for, hostile_launcher, structured, url_for
 
@@ -62,7 +63,8 @@ def test_it_cannot_read_toolhubs_environment_or_settings(mcp_bridge, hostile):
     assert seen["environ"]["HOSTILE_TOKEN"] == TOKEN
     assert seen["settings"].startswith("error")
     everything = json.dumps(seen)
-    for secret in (settings.SECRET_KEY, os.environ["DATABASE_URL"], "SECRET_KEY", "DATABASE_URL"):
+    database_url = os.environ.get("DATABASE_URL", BRIDGE_DATABASE_URL)
+    for secret in (settings.SECRET_KEY, database_url, "SECRET_KEY", "DATABASE_URL"):
         assert secret not in everything
     # Its own PID namespace: only the sandbox's processes (bwrap's init and itself).
     assert len(seen["proc_pids"]) <= 3

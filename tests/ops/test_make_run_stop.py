@@ -73,6 +73,12 @@ def make_in_a_terminal(tmp_path: Path) -> Iterator[MakeInATerminal]:
     pid, master = pty.fork()
     if pid == 0:  # the child: make, the foreground process group of a new terminal
         os.chdir(ROOT)
+        # As a shell starts it: the signals at their defaults and none blocked, whatever a
+        # library earlier in this test process did to its own (an ignored or blocked SIGINT
+        # would be inherited, and make would never see the kill -INT).
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
         os.execvpe("make", ["make", "-o", ".venv/.installed-run", "run"], env)
     running = MakeInATerminal(pid=pid, master=master, port=port, mcp_port=mcp_port, bridge_port=bridge_port)
     threading.Thread(target=running.drain, daemon=True).start()
