@@ -42,30 +42,28 @@ MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 
 
-class CreatedTask(types.Result):
+class _TaskState(types.Result):
+    """What SEP-2663's task results share: the task as it stands."""
+
+    task_id: str
+    status: types.TaskStatus
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int | None = None
+
+
+class CreatedTask(_TaskState):
     """SEP-2663's CreateTaskResult, as a client reads it."""
 
     result_type: Literal["task"]
-    task_id: str
-    status: types.TaskStatus
-    status_message: str | None = None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None
-    poll_interval_ms: int | None = None
 
 
-class DetailedTask(types.Result):
+class DetailedTask(_TaskState):
     """SEP-2663's GetTaskResult: the task, and the result once completed."""
 
     result_type: Literal["complete"]
-    task_id: str
-    status: types.TaskStatus
-    status_message: str | None = None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None
-    poll_interval_ms: int | None = None
     result: dict[str, Any] | None = None
 
 
