@@ -39,7 +39,7 @@ def replay(entry: LedgerEntry, key: str, prepared: PreparedCall) -> Outcome:
             "call for the same user.",
         )
         return Outcome(call=call, version=version, answer=Refused(conflict))
-    if entry.state == LedgerState.INTENT and not approval_is_pending(entry_id=entry.pk):
+    if entry.state == LedgerState.INTENT and not approval_is_pending(entry=entry):
         wait = max(1, round(version.timeout_s))
         in_progress = InProgressError(
             "This exact call is executing right now.",
@@ -57,7 +57,7 @@ def entry_outcome(entry: LedgerEntry) -> Outcome:
     """An execution as it stands now (GET /api/v1/executions/{id})."""
     version = VersionSpec.from_model(entry.version)
     call = ToolCall(call_id=entry.call_id, name=version.tool_name, arguments=entry.arguments)
-    if entry.state == LedgerState.INTENT and not approval_is_pending(entry_id=entry.pk):
+    if entry.state == LedgerState.INTENT and not approval_is_pending(entry=entry):
         return Outcome(call=call, version=version, answer=Pending(), execution_id=str(entry.pk))
     return _as_recorded(
         entry, call, version, replayed=False, unknown="The outcome of this call is still unknown."

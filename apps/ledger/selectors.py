@@ -38,7 +38,9 @@ def ledger_entries_run_async(
     if before is not None:
         at, pk = before
         entries = entries.filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
-    return list(entries.select_related("tool", "version").order_by("-created_at", "-pk")[:limit])
+    # What each entry's envelope reads (entry_outcome): its version's tool and its approval.
+    related = entries.select_related("tool", "version__tool", "approval")
+    return list(related.order_by("-created_at", "-pk")[:limit])
 
 
 def triage_queue() -> QuerySet[LedgerEntry]:
@@ -65,6 +67,10 @@ def approval_status_of(*, entry_id: Any) -> str | None:
     return status
 
 
-def approval_is_pending(*, entry_id: Any) -> bool:
-    """The entry waits for an operator's decision."""
-    return Approval.objects.filter(entry_id=entry_id, status=ApprovalStatus.PENDING).exists()
+def approval_is_pending(*, entry: LedgerEntry) -> bool:
+    """The entry waits for an operator's decision. Reads the entry's approval as loaded with it
+    (`select_related("approval")`, as lists of entries do), else with one query."""
+    try:
+        return entry.approval.status == ApprovalStatus.PENDING
+    except Approval.DoesNotExist:
+        return False

@@ -21,6 +21,7 @@ import mcp_types as types
 import mcp_types._v2025_11_25 as v2025
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from mcp.client.client import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ClientSession
@@ -392,3 +393,35 @@ def test_2025_11_25_an_unknown_outcome_stays_working_and_the_list_pages(
     assert [t["taskId"] for t in second["result"]["tasks"]] == [ids[0]]
     assert "nextCursor" not in second["result"]
     assert forged["error"]["code"] == types.INVALID_PARAMS
+
+
+@pytest.mark.django_db
+def test_2025_11_25_tasks_list_reads_a_page_in_queries_that_do_not_grow_with_its_tasks(
+    client, key, publish_tool, session_for
+):
+    # given: one accepted call and one waiting for approval, then three more of each
+    publish_tool("export_things", mode="async", side_effect="write")
+    publish_tool("refund", side_effect="write", approval={"always": True})
+    headers = _legacy_session(client, key, session_for("u-1001"))
+    calls = iter(range(1, 100))
+
+    def call_both() -> None:
+        for tool in ("export_things", "refund"):
+            rpc_id = next(calls)
+            call = {"name": tool, "arguments": {"query": str(rpc_id)}, "task": {}}
+            _rpc(client, "tools/call", call, key=key, headers=headers, rpc_id=rpc_id)
+
+    def listed() -> tuple[list[str], int]:
+        with CaptureQueriesContext(connection) as queries:
+            tasks = _rpc(client, "tasks/list", {}, key=key, headers=headers).json()["result"]["tasks"]
+        return [task["status"] for task in tasks], len(queries)
+
+    call_both()
+    two, queries_for_two = listed()
+    for _ in range(3):
+        call_both()
+    eight, queries_for_eight = listed()
+
+    # then: every task is listed, and the page costs the same queries however many it holds
+    assert (two, eight) == (["working"] * 2, ["working"] * 8)
+    assert queries_for_eight == queries_for_two
