@@ -103,7 +103,7 @@ def mcp_definitions_import(
                                                  actor=actor, known=known, listed=listed, limits=limits))
         results, granted = settled(tenant, results, agents, actor, clock, publish=publish, by="MCP import",
                                    what="Tool", action="mcp.import", data={"upstream": upstream})
-    return ImportReport(upstream=upstream, base_url=found.launched_as or found.base_url,
+    return ImportReport(upstream=upstream, base_url=found.where,
                         title=f"the tools of {upstream}", results=tuple(results), granted=granted)
 
 

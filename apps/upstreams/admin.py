@@ -140,7 +140,7 @@ class UpstreamAdmin(LinesFieldsMixin, TenantScopedAdmin):
 
     @admin.display(description="where", ordering="base_url")
     def where(self, obj: Upstream) -> str:
-        return obj.launched_as or obj.base_url
+        return obj.where
 
     @admin.display(description="egress policy")
     def egress(self, obj: Upstream) -> str:

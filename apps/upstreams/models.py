@@ -339,10 +339,11 @@ class Upstream(TimeStampedModel):
             raise ValidationError(errors)
 
     @property
-    def launched_as(self) -> str:
-        """A stdio server's launcher and arguments as people name it; "" for one at a URL."""
+    def where(self) -> str:
+        """Where the upstream is, as people name it: its URL, or the launcher and arguments that
+        run it."""
         if self.launcher is None:
-            return ""
+            return self.base_url
         return " ".join(["launcher", self.launcher.name, *self.launcher_args])
 
     def _where_problems(self) -> dict[str, str]:

@@ -32,13 +32,8 @@ class ResolvedUpstream:
     status_tool: str = ""
     auth_headers: dict[str, str] = field(default_factory=dict, repr=False)
     auth_query: dict[str, str] = field(default_factory=dict, repr=False)
-    # A stdio server's launcher and arguments, as people name it ("" for an upstream at a URL).
-    launched_as: str = ""
-
-    @property
-    def where(self) -> str:
-        """Where the upstream is, for a report: its URL, or the launcher that runs it."""
-        return self.launched_as or self.base_url
+    # Where it is, as people name it (Upstream.where): reports say this, never the bridge's URL.
+    where: str = ""
 
 
 def upstreams_visible(*, tenant_id: int | None) -> QuerySet[Upstream]:
@@ -122,7 +117,7 @@ def upstream_for_call(
     headers, query = ({}, {}) if credential is None or value is None else _auth(credential, value)
     return ResolvedUpstream(
         name=upstream.name, kind=upstream.kind, base_url=upstream.base_url, timeout_s=upstream.timeout_s,
-        status_tool=upstream.status_tool, auth_headers=headers, auth_query=query,
+        status_tool=upstream.status_tool, auth_headers=headers, auth_query=query, where=upstream.where,
     )
 
 
@@ -144,7 +139,7 @@ def _bridged(
             upstream_id=upstream.pk, tenant_id=tenant_id, subject=subject if per_user else ""
         ),
         auth_headers=bridge_headers(spec=spec, credential_value=value),
-        launched_as=upstream.launched_as,
+        where=upstream.where,
     )
 
 
