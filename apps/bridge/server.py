@@ -25,7 +25,8 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,24 +88,28 @@ def _gone(exc: ProcessGone) -> MCPError:
     )
 
 
+@contextmanager
+def _as_mcp_errors() -> Iterator[None]:
+    """A process that could not take the request, or ended under it, as the JSON-RPC error
+    the executor classifies (the module's docstring)."""
+    try:
+        yield
+    except Unavailable as exc:
+        raise _not_sent(exc) from None
+    except ProcessGone as exc:
+        raise _gone(exc) from None
+
+
 async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
 ) -> ListToolsResult:
-    try:
+    with _as_mcp_errors():
         return ListToolsResult(tools=await _process(ctx).list_tools())
-    except Unavailable as exc:
-        raise _not_sent(exc) from None
-    except ProcessGone as exc:
-        raise _gone(exc) from None
 
 
 async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
-    try:
+    with _as_mcp_errors():
         return await _process(ctx).call_tool(params.name, params.arguments)
-    except Unavailable as exc:
-        raise _not_sent(exc) from None
-    except ProcessGone as exc:
-        raise _gone(exc) from None
 
 
 class BridgeApp:
@@ -197,12 +202,10 @@ async def _json(
 async def _not_running(send: Send, exc: Unavailable) -> None:
     """503 with a JSON-RPC error the SDK client raises as it is (the request's id is the
     client's to fill in: it was never read)."""
-    retry = max(1, round(exc.retry_after_s))
-    body = {"jsonrpc": "2.0", "id": None, "error": {
-        "code": INVALID_REQUEST, "message": exc.message,
-        "data": {"reason": NOT_RUNNING, "retry_after_s": retry},
-    }}
-    await _json(send, 503, body, extra=[(b"retry-after", str(retry).encode())])
+    error = _not_sent(exc).error
+    body = {"jsonrpc": "2.0", "id": None, "error": error.model_dump(mode="json", exclude_none=True)}
+    retry = str(error.data["retry_after_s"]).encode()
+    await _json(send, 503, body, extra=[(b"retry-after", retry)])
 
 
 def bridge_app() -> BridgeApp:
