@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
@@ -143,6 +144,7 @@ def test_an_upstream_adds_only_what_its_launcher_allows(acme, kind, command, ref
 
     with pytest.raises(CommandError, match=refusal):
         _command("add_upstream", "clock", "--tenant", "acme", "--kind", kind, "--command", command)
+    assert not Upstream.objects.exists()
 
 
 def test_a_stdio_servers_credential_fills_an_environment_name_its_launcher_lists(acme):
@@ -150,14 +152,15 @@ def test_a_stdio_servers_credential_fills_an_environment_name_its_launcher_lists
     bearer = CredentialFactory(tenant=acme, name="gh-bearer")
     other_name = CredentialFactory(tenant=acme, name="gh-other", kind="env", field="AWS_SECRET")
 
-    with pytest.raises(Exception, match="use a credential of kind env"):
+    with pytest.raises(ValidationError, match="use a credential of kind env"):
         UpstreamFactory(tenant=acme, kind="mcp", base_url="", launcher=launcher, credential=bearer)
-    with pytest.raises(Exception, match="lets credentials fill GITHUB_TOKEN, not AWS_SECRET"):
+    with pytest.raises(ValidationError, match="lets credentials fill GITHUB_TOKEN, not AWS_SECRET"):
         UpstreamFactory(tenant=acme, kind="mcp", base_url="", launcher=launcher, credential=other_name)
-    with pytest.raises(Exception, match="an upstream with a URL needs one sent over HTTP"):
+    with pytest.raises(ValidationError, match="an upstream with a URL needs one sent over HTTP"):
         UpstreamFactory(
             tenant=acme, kind="mcp", base_url="https://mcp.example.com/mcp", credential=other_name
         )
+    assert not Upstream.objects.exists()
 
 
 def test_the_executors_reach_a_stdio_server_through_the_bridge_told_what_to_run(acme, settings):
