@@ -51,6 +51,16 @@ class ProcessGroup:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
+    def memory_exhausted(self) -> bool:
+        """Whether the memory controller killed a process of the group for want of memory."""
+        for directory in self.directories:
+            for file in ("memory.oom_control", "memory.events"):
+                for line in _read(directory / file).splitlines():
+                    name, _, count = line.partition(" ")
+                    if name == "oom_kill" and count.strip() not in ("", "0"):
+                        return True
+        return False
+
     def remove(self) -> None:
         """Delete the groups once their processes are gone (a killed process takes a moment)."""
         for directory in self.directories:
@@ -77,14 +87,15 @@ class Cgroups:
     _made: list[Path] = field(default_factory=list)
 
     @classmethod
-    def detect(cls) -> Cgroups:
-        """The writable hierarchies of this machine (none: an empty Cgroups)."""
+    def detect(cls, *, prefix: str = PARENT_PREFIX) -> Cgroups:
+        """The writable hierarchies of this machine (none: an empty Cgroups), in parent groups
+        named `prefix` and this process's id (those of processes gone are deleted)."""
         found = cls()
         own = _own_groups()
-        name = f"{PARENT_PREFIX}{os.getpid()}"
+        name = f"{prefix}{os.getpid()}"
         unified = CGROUP_ROOT / "cgroup.controllers"
         if unified.exists():
-            parent = _make(CGROUP_ROOT / own.get("", "/").lstrip("/") / name)
+            parent = _make(CGROUP_ROOT / own.get("", "/").lstrip("/") / name, prefix)
             if parent is not None:
                 found._made.append(parent)
                 controllers = set((parent / "cgroup.controllers").read_text().split())
@@ -102,7 +113,7 @@ class Cgroups:
                 hierarchy = CGROUP_ROOT / controller
                 if not (hierarchy / "cgroup.procs").exists():
                     continue
-                parent = _make(hierarchy / own.get(controller, "/").lstrip("/") / name)
+                parent = _make(hierarchy / own.get(controller, "/").lstrip("/") / name, prefix)
                 if parent is None:
                     continue
                 found._made.append(parent)
@@ -163,20 +174,20 @@ def _own_groups() -> dict[str, str]:
     return groups
 
 
-def _make(directory: Path) -> Path | None:
+def _make(directory: Path, prefix: str | None = None) -> Path | None:
     try:
         directory.mkdir(exist_ok=True)
     except OSError:
         return None
-    if directory.name.startswith(PARENT_PREFIX):
-        _remove_stale(directory.parent)
+    if prefix is not None:
+        _remove_stale(directory.parent, prefix)
     return directory
 
 
-def _remove_stale(parent: Path) -> None:
-    """Delete the groups a bridge that was killed left behind (its processes died with it)."""
-    for stale in parent.glob(f"{PARENT_PREFIX}*"):
-        pid = stale.name.removeprefix(PARENT_PREFIX)
+def _remove_stale(parent: Path, prefix: str) -> None:
+    """Delete the groups a process that was killed left behind (its processes died with it)."""
+    for stale in parent.glob(f"{prefix}*"):
+        pid = stale.name.removeprefix(prefix)
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             Cgroups(_made=[stale]).close()
 

@@ -144,45 +144,67 @@ class HostView:
 def bwrap_args(spec: LaunchSpec, *, scratch: Path, credential: str | None, host: HostView) -> list[str]:
     """Pure: bwrap's options confining `spec.command` (which follows them, after `--`, on
     bwrap's command line: bwrap reads only options from its `--args` pipe)."""
+    args = confinement_args(network=spec.network, env={**BASE_ENV, "HOME": SANDBOX_HOME})
+    if spec.env_name and credential is not None:
+        args += ["--setenv", spec.env_name, credential]
+    args += root_args(host)
+    for path in spec.read_paths:
+        args += ["--ro-bind", path, path]
+    for path in spec.write_paths:
+        args += ["--bind", path, path]
+    return args + home_args(scratch, SANDBOX_HOME)
+
+
+def confinement_args(*, network: bool, env: dict[str, str]) -> list[str]:
+    """Pure: no namespace of the host's (but the network's, when `network`), user nobody
+    without capabilities, a session of its own, killed with its parent, only `env`."""
     # --unshare-all only tries a user namespace; insisting on one lets nested ones be refused.
     args = ["--unshare-all", "--unshare-user"]
-    if spec.network:
+    if network:
         args.append("--share-net")
     args += [
         "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns", "--cap-drop", "ALL",
         "--die-with-parent", "--new-session", "--clearenv",
     ]
-    for name, value in sorted({**BASE_ENV, "HOME": SANDBOX_HOME}.items()):
+    for name, value in sorted(env.items()):
         args += ["--setenv", name, value]
-    if spec.env_name and credential is not None:
-        args += ["--setenv", spec.env_name, credential]
-    args += ["--ro-bind", "/usr", "/usr"]
+    return args
+
+
+def root_args(host: HostView) -> list[str]:
+    """Pure: a root of the host's system directories, read-only, a fresh /proc, a minimal
+    /dev and an empty /tmp."""
+    args = ["--ro-bind", "/usr", "/usr"]
     for path, target in host.links:
         args += ["--symlink", target, path]
     for path in (*host.directories, *host.etc, *host.runtime):
         args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for path in spec.read_paths:
-        args += ["--ro-bind", path, path]
-    for path in spec.write_paths:
-        args += ["--bind", path, path]
-    args += [
-        "--bind", str(scratch), SANDBOX_HOME, "--chdir", SANDBOX_HOME,
-        # Nothing outside the mounts above is writable: not even the sandbox's own root.
-        "--remount-ro", "/",
-    ]
-    return args
+    return args + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+
+
+def home_args(scratch: Path, home: str) -> list[str]:
+    """Pure: `scratch`, read-write, as `home` and working directory; the root made read-only
+    (the last options: nothing outside the mounts before them is writable)."""
+    return ["--bind", str(scratch), home, "--chdir", home, "--remount-ro", "/"]
 
 
 def rlimits(spec: LaunchSpec) -> list[tuple[int, int, int]]:
-    """Pure: the (resource, soft, hard) limits set in the child before it runs bwrap. CPU
-    time: SIGXCPU at the soft limit, SIGKILL a few seconds later."""
-    memory = spec.memory_mb * MIB
+    """Pure: the (resource, soft, hard) limits set in the child before it runs bwrap."""
+    return process_rlimits(memory_mb=spec.memory_mb, cpu_s=spec.cpu_s, cpu_grace_s=5,
+                           max_open_files=spec.max_open_files, max_processes=spec.max_processes)
+
+
+def process_rlimits(
+    *, memory_mb: int, cpu_s: int, cpu_grace_s: int, max_open_files: int, max_processes: int,
+) -> list[tuple[int, int, int]]:
+    """Pure: address space, CPU time (SIGXCPU at `cpu_s`, SIGKILL `cpu_grace_s` later), open
+    files, processes (for users other than the host's root) and no core dumps."""
+    memory = memory_mb * MIB
     return [
         (resource.RLIMIT_AS, memory, memory),
-        (resource.RLIMIT_CPU, spec.cpu_s, spec.cpu_s + 5),
-        (resource.RLIMIT_NOFILE, spec.max_open_files, spec.max_open_files),
-        (resource.RLIMIT_NPROC, spec.max_processes, spec.max_processes),
+        (resource.RLIMIT_CPU, cpu_s, cpu_s + cpu_grace_s),
+        (resource.RLIMIT_NOFILE, max_open_files, max_open_files),
+        (resource.RLIMIT_NPROC, max_processes, max_processes),
         (resource.RLIMIT_CORE, 0, 0),
     ]
 
@@ -190,6 +212,14 @@ def rlimits(spec: LaunchSpec) -> list[tuple[int, int, int]]:
 def host_view(spec: LaunchSpec) -> HostView:
     """Reads the host: which system roots are links, what the executable needs, which /etc
     files exist."""
+    links, directories = system_roots()
+    etc = existing((*ETC_ALWAYS, *(ETC_NETWORK if spec.network else ())))
+    return HostView(links, directories, tuple(runtime_roots(spec.command[0])), etc)
+
+
+def system_roots() -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """Reads the host: its top-level system roots that are links (with their targets), and
+    those that are directories."""
     links: list[tuple[str, str]] = []
     directories: list[str] = []
     for root in SYSTEM_ROOTS:
@@ -198,8 +228,11 @@ def host_view(spec: LaunchSpec) -> HostView:
             links.append((root, str(path.readlink())))
         elif path.is_dir():
             directories.append(root)
-    etc = [path for path in (*ETC_ALWAYS, *(ETC_NETWORK if spec.network else ())) if Path(path).exists()]
-    return HostView(tuple(links), tuple(directories), tuple(runtime_roots(spec.command[0])), tuple(etc))
+    return tuple(links), tuple(directories)
+
+
+def existing(paths: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(path for path in paths if Path(path).exists())
 
 
 def runtime_roots(executable: str) -> list[str]:

@@ -81,16 +81,8 @@ async def child_streams(
                          MemoryObjectSendStream[SessionMessage], Child]]:
     """Run `command` under bwrap with the options `args` (sandbox.bwrap_args) and yield the
     session's read and write streams and the child; stop it when the block ends."""
-    encoded = b"".join(arg.encode() + b"\0" for arg in args)
-    if len(encoded) > MAX_ARGS_BYTES:
-        raise ValueError(f"the command and paths take {len(encoded)} bytes, more than {MAX_ARGS_BYTES}")
-    args_read, args_write = os.pipe()
+    args_read = filled_pipe(b"".join(arg.encode() + b"\0" for arg in args), what="the command and paths")
     try:
-        try:
-            os.write(args_write, encoded)
-        finally:
-            # Closed once, at once: a descriptor number closed twice may be another's by then.
-            os.close(args_write)
         process = await asyncio.create_subprocess_exec(
             BWRAP, "--args", str(args_read), "--", *command,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -115,6 +107,23 @@ async def child_streams(
         await asyncio.shield(_stop(child, tasks))
         for stream in (read_stream, write_stream):
             stream.close()
+
+
+def filled_pipe(data: bytes, *, what: str) -> int:
+    """The read end of a pipe holding `data` and then its end, for bwrap to read from a
+    descriptor it inherits (`--args FD`, `--seccomp FD`); the caller closes it once bwrap runs."""
+    if len(data) > MAX_ARGS_BYTES:
+        raise ValueError(f"{what} take {len(data)} bytes, more than {MAX_ARGS_BYTES}")
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data)
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        # Closed once, at once: a descriptor number closed twice may be another's by then.
+        os.close(write_end)
+    return read_end
 
 
 async def _stop(child: Child, tasks: Sequence[asyncio.Future[None]]) -> None:
