@@ -269,6 +269,13 @@ TOOLHUB_MCP_WARM_S = env.float("TOOLHUB_MCP_WARM_S", default=5.0)
 TOOLHUB_MCP_BRIDGE_PORT = env.int("TOOLHUB_MCP_BRIDGE_PORT", default=TOOLHUB_DEMO_MCP_PORT + 1)
 TOOLHUB_MCP_BRIDGE_URL = env.str("TOOLHUB_MCP_BRIDGE_URL", default=f"http://127.0.0.1:{TOOLHUB_MCP_BRIDGE_PORT}")
 TOOLHUB_MCP_SCRATCH_DIR = Path(env.str("TOOLHUB_MCP_SCRATCH_DIR", default=str(VAR_DIR / "mcp-scratch")))
+# Code mode (`run_python`, apps/gateway/executors/sandbox): each run's sandbox gets a fresh
+# scratch directory here, deleted after the run; each web or worker process keeps this many
+# sandboxes started and waiting for code (0: each run starts its own, about 0.1 s more).
+TOOLHUB_SANDBOX_SCRATCH_DIR = Path(
+    env.str("TOOLHUB_SANDBOX_SCRATCH_DIR", default=str(VAR_DIR / "sandbox-scratch"))
+)
+TOOLHUB_SANDBOX_WARM = env.int("TOOLHUB_SANDBOX_WARM", default=2)
 TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL = env.int("TOOLHUB_MAX_SUBJECTS_PER_CREDENTIAL", default=10_000)
 TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES = env.int("TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES", default=10 * 1024 * 1024)
 # `seed_demo` derives the admin password from SECRET_KEY unless this is set.
