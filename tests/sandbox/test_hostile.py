@@ -3,6 +3,7 @@ test's own process (ToolHub's, here) is unharmed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import toolhub.settings.base
+from apps.gateway.executors.sandbox.pool import stop_pool
 
 from .conftest import FakeToolHub, run
 
@@ -19,12 +21,22 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _unharmed():
-    """After each attempt: the test's process has its threads and no new child left over."""
-    threads = {t for t in os.listdir("/proc/self/task")}
+    """After each attempt, once the pool is stopped: the test's process has the threads it had
+    and no child left over."""
+    stop_pool()
+    threads = set(os.listdir("/proc/self/task"))
     yield
-    assert Path("/proc/self").exists()
-    # The pool's thread may have started during the test; nothing else.
-    assert len(set(os.listdir("/proc/self/task")) - threads) <= 1
+    stop_pool()
+    assert set(os.listdir("/proc/self/task")) == threads
+    assert _children() == set()
+
+
+def _children() -> set[str]:
+    found: set[str] = set()
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):
+            found |= set(Path(f"/proc/self/task/{task}/children").read_text().split())
+    return found
 
 
 def test_no_connection_reaches_a_listener_on_the_hosts_loopback():

@@ -28,10 +28,11 @@ import shutil
 import threading
 from collections import OrderedDict, deque
 from pathlib import Path
+from queue import SimpleQueue
 
 from django.conf import settings
 
-from apps.bridge.limits import Cgroups
+from apps.bridge.limits import Cgroups, ProcessGroup
 
 from .isolation import SandboxUnavailable, SpawnLimits
 from .process import Sandbox
@@ -58,6 +59,9 @@ class SandboxPool:
         self._changed = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
+        # Control groups of finished sandboxes, deleted off the run's path.
+        self._spent: SimpleQueue[ProcessGroup | None] = SimpleQueue()
+        self._remover: threading.Thread | None = None
 
     def take(self, limits: SpawnLimits, *, max_line_bytes: int) -> Sandbox:
         """A sandbox for one run: a warm one, else one started now. SandboxUnavailable."""
@@ -87,6 +91,20 @@ class SandboxPool:
         return Sandbox.start(limits=limits, scratch_root=self.scratch_root, cgroups=self.cgroups,
                              max_line_bytes=max_line_bytes)
 
+    def release(self, sandbox: Sandbox) -> None:
+        """A sandbox's run is over: it is stopped and its directory deleted now, its control
+        groups soon after (deleting them takes the kernel a few ms)."""
+        sandbox.close(remove_group=False)
+        with self._changed:
+            if not self._stopped and sandbox.group.directories:
+                if self._remover is None:
+                    self._remover = threading.Thread(target=self._remove_spent, daemon=True,
+                                                     name="toolhub-sandbox-groups")
+                    self._remover.start()
+                self._spent.put(sandbox.group)
+                return
+        sandbox.group.remove()
+
     def warm_count(self, limits: SpawnLimits) -> int:
         with self._changed:
             return len(self._ready.get(limits, ()))
@@ -103,8 +121,10 @@ class SandboxPool:
             sandboxes = [sandbox for queue in self._ready.values() for sandbox in queue]
             self._ready.clear()
             self._changed.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)
+        self._spent.put(None)
+        for thread in (self._thread, self._remover):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout=30)
         for sandbox in sandboxes:
             sandbox.close()
         self.cgroups.close()
@@ -133,6 +153,10 @@ class SandboxPool:
             if len(self._ready[limits]) < self.warm:
                 return limits
         return None
+
+    def _remove_spent(self) -> None:
+        while (group := self._spent.get()) is not None:
+            group.remove()
 
     def _fill(self) -> None:
         while True:
@@ -181,6 +205,10 @@ def warm_pool() -> SandboxPool:
 
 def sandbox_for(limits: SpawnLimits, *, max_line_bytes: int) -> Sandbox:
     return warm_pool().take(limits, max_line_bytes=max_line_bytes)
+
+
+def release(sandbox: Sandbox) -> None:
+    warm_pool().release(sandbox)
 
 
 def stop_pool() -> None:

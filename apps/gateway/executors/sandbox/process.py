@@ -165,6 +165,7 @@ class Sandbox:
         if kill:
             self.kill()
         deadline = time.monotonic() + (KILL_WAIT_S if kill else EXIT_WAIT_S)
+        exited = _exit_watch(self.process.pid)
         while self.process.returncode is None:
             try:
                 pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
@@ -181,7 +182,8 @@ class Sandbox:
                     break
                 self.kill()
                 kill, deadline = True, time.monotonic() + KILL_WAIT_S
-            time.sleep(0.005)
+            exited.poll(max(1, int((deadline - time.monotonic()) * 1000)))
+        exited.close()
         return self.process.returncode
 
     def kill(self) -> None:
@@ -194,16 +196,18 @@ class Sandbox:
             return file.read(STDERR_LOGGED_BYTES).decode(errors="replace")
         return ""
 
-    def close(self) -> None:
-        """Kill what is left, delete the groups and the directory. Idempotent."""
+    def close(self, *, remove_group: bool = True) -> None:
+        """Kill what is left, delete the directory and (unless the caller does it later: it
+        takes the kernel a few ms) the control groups. Idempotent."""
         if self.process.returncode is None:
             self.end(kill=True)
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        self.group.remove()
         shutil.rmtree(self.directory, ignore_errors=True)
+        if remove_group:
+            self.group.remove()
 
 
 def _spawn(executable: str, limits: SpawnLimits, group: ProcessGroup, directory: Path,
@@ -229,6 +233,33 @@ def _spawn(executable: str, limits: SpawnLimits, group: ProcessGroup, directory:
     os.set_blocking(process.stdin.fileno(), False)
     os.set_blocking(process.stdout.fileno(), False)
     return process
+
+
+class _ExitWatch:
+    """Waits for a process to exit: on a pidfd (readable once it has), else in small sleeps."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+
+    def poll(self, timeout_ms: int) -> None:
+        if self.fd is None:
+            time.sleep(0.005)
+            return
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        poller.poll(timeout_ms)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _exit_watch(pid: int) -> _ExitWatch:
+    try:
+        return _ExitWatch(os.pidfd_open(pid))
+    except (AttributeError, OSError):
+        return _ExitWatch(None)
 
 
 def _wait(fd: int, event: int, deadline: float) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .isolation import SandboxUnavailable, SpawnLimits
-from .pool import sandbox_for
+from .pool import release, sandbox_for
 from .process import ChannelBroken, ChannelClosed, ChannelTimeout, Sandbox
 
 __all__ = ["InnerCall", "RunLimits", "RunReport", "SandboxUnavailable", "run_code"]
@@ -78,7 +78,7 @@ def run_code(code: str, *, tool_names: Sequence[str], limits: RunLimits,
     try:
         return _Run(sandbox, limits, frozenset(tool_names), call_tool).drive(code)
     finally:
-        sandbox.close()
+        release(sandbox)
 
 
 class _Run:
