@@ -3,6 +3,13 @@ by ToolHub (a fake `call_tool` here), and its errors with its own line numbers."
 
 from __future__ import annotations
 
+import pytest
+from django.test import override_settings
+
+from apps.gateway.executors.sandbox import process
+from apps.gateway.executors.sandbox.pool import stop_pool, warm_pool
+from apps.gateway.executors.sandbox.runs import SandboxUnavailable
+
 from .conftest import FakeToolHub, run
 
 
@@ -142,3 +149,26 @@ def test_a_result_over_its_bound_is_the_max_result_bytes_limit():
 
     assert (report.status, report.limit, report.result) == ("limit", "max_result_bytes", None)
     assert report.detail == "`result` takes 5002 bytes as JSON, more than 1000."
+
+
+def test_a_failure_of_call_tool_is_raised_and_the_sandbox_is_stopped(sandbox_scratch):
+    class Broken(FakeToolHub):
+        def __call__(self, call):
+            raise RuntimeError("the database is gone")
+
+    with pytest.raises(RuntimeError, match="the database is gone"):
+        run("tools.search_orders(status='paid')\nopen('left-behind', 'w')", hub=Broken())
+
+    assert not list(sandbox_scratch.rglob("left-behind"))
+
+
+def test_without_bwrap_a_run_raises_sandbox_unavailable(monkeypatch):
+    monkeypatch.setattr(process, "BWRAP", "/nonexistent/bwrap")
+    with override_settings(TOOLHUB_SANDBOX_WARM=0):
+        stop_pool()
+        try:
+            with pytest.raises(SandboxUnavailable, match="code mode needs bubblewrap"):
+                run("result = 1")
+            assert warm_pool().started_cold == 1
+        finally:
+            stop_pool()

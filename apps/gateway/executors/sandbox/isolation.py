@@ -38,6 +38,7 @@ import functools
 import glob
 import importlib.util
 import os
+import resource
 import socket
 import sys
 from dataclasses import dataclass
@@ -162,8 +163,6 @@ def bwrap_args(*, layout: PythonLayout, host: HostView, scratch: Path, seccomp_f
 
 def rlimits(limits: SpawnLimits) -> list[tuple[int, int, int]]:
     """Pure: the sandbox's resource limits (SIGXCPU at cpu_s, SIGKILL a second later)."""
-    import resource
-
     return [
         *process_rlimits(memory_mb=limits.memory_mb, cpu_s=limits.cpu_s, cpu_grace_s=1,
                          max_open_files=limits.max_open_files,
