@@ -55,6 +55,8 @@ class Invocation(models.Model):
     args_chars = models.PositiveIntegerField(default=0)
     result_chars = models.PositiveIntegerField(default=0)
     execution_id = models.UUIDField(null=True, blank=True)
+    # The execution of the code run (run_python call) that made this call; empty for the agent's own.
+    parent_execution_id = models.UUIDField(null=True, blank=True)
     dry_run = models.BooleanField(default=False)
     envelope = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -73,6 +75,11 @@ class Invocation(models.Model):
             models.Index(fields=["task_id"], name="invocation_task_id"),
             # The admin's search is task id OR call id: without this, a scan of every partition.
             models.Index(fields=["call_id"], name="invocation_call_id"),
+            models.Index(
+                fields=["parent_execution_id"],
+                name="invocation_parent",
+                condition=models.Q(parent_execution_id__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -51,6 +51,21 @@ class LedgerEntry(TenantOwnedModel):
         null=True, blank=True, help_text="When reconciliation gave up and a person must settle it."
     )
     settled_at = models.DateTimeField(null=True, blank=True)
+    # A call made by code of a run_python call is that run's inner call: its entry names the run.
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="inner_entries",
+        help_text="The code run (run_python call) that made this call; empty for a call of the agent's own.",
+    )
+    context = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Where the call was made (toolset, phase, end-user attributes), for a worker that "
+        "runs it later.",
+    )
 
     class Meta:
         verbose_name_plural = "ledger entries"

@@ -8,7 +8,7 @@ Idempotency rests on the unique constraints of LedgerEntry, not on a prior SELEC
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +43,10 @@ class IntentSpec:
     # otherwise the request that records it executes it at once, so it is claimed now.
     run_async: bool = False
     approval: ApprovalSpec | None = None
+    # The entry of the code run that made this call (run_python's inner calls).
+    parent_id: Any = None
+    # What a worker that runs the call later needs besides its arguments (LedgerEntry.context).
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ def ledger_open_intent(*, spec: IntentSpec, actor: str) -> OpenedIntent:
         arguments=spec.arguments,
         state=LedgerState.INTENT,
         run_async=spec.run_async,
+        parent_id=spec.parent_id,
+        context=spec.context,
         claimed_at=None if spec.run_async else timezone.now(),
     )
     rows: list[models.Model] = [
