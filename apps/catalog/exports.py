@@ -129,6 +129,8 @@ class ToolExport:
     format: str
     tools: list[dict[str, Any]]
     token_estimates: dict[str, int] = field(default_factory=dict)
+    # Per code-run tool (run_python): its estimate beside that of listing its tools one by one.
+    code_runs: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def token_estimate(self) -> int:

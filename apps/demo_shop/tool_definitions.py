@@ -1,7 +1,8 @@
-"""The demo shop's four tools as version 1 definitions, and the `support` toolset.
+"""The demo shop's tools as version 1 definitions (its four and code mode's `run_python`),
+and the `support` toolset.
 
 Data only: `demo_seed` publishes them. Descriptions are what the model reads, so each says
-what the tool does, its limits, and when not to use it. Every tool carries a `user_id`
+what the tool does, its limits, and when not to use it. Every shop tool carries a `user_id`
 bound to the session subject: the exports drop it and the gateway fills it, so the model
 can never act for another user.
 """
@@ -173,16 +174,53 @@ REFUND_PAYMENT: dict[str, Any] = {
     "timeout_s": 3.0,
 }
 
+# Code mode: the code calls the tools beside it in the toolset and phase, each call governed
+# like the model's own (apps/gateway/code_runs.py); the exports list them in the description.
+RUN_PYTHON: dict[str, Any] = {
+    "summary": "Runs Python code that calls the tools beside it, for work of many calls.",
+    "description": (
+        "Runs Python code that calls your tools, for work that takes many calls or combines "
+        "their results: totals and counts over many orders, a longer period than one call "
+        "allows, the same action on several items. Do not use it for one or two calls: call "
+        "the tools directly. Every call the code makes is checked like yours (the user's own "
+        "data only, the same limits and approvals). The code runs isolated: no network, no "
+        "files but an empty working directory, the standard library only; at most 30 s "
+        "(10 s of CPU), 256 MB, 100 tool calls and 64 KB printed."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "code": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 20000,
+                "description": "Python 3 code. `tools.<name>(...)` calls a tool; assign the answer "
+                "to `result`.",
+            }
+        },
+        "required": ["code"],
+        "additionalProperties": False,
+    },
+    # What a run may do depends on the tools beside it; the exports say it per phase.
+    "side_effect": "write",
+    "executor": "sandbox",
+    "executor_config": {},
+    "mode": "async",
+    "timeout_s": 35.0,
+    "max_chars": 8000,
+}
+
 DEMO_TOOLS: dict[str, dict[str, Any]] = {
     "search_orders": SEARCH_ORDERS,
     "get_order": GET_ORDER,
     "cancel_order": CANCEL_ORDER,
     "refund_payment": REFUND_PAYMENT,
+    "run_python": RUN_PYTHON,
 }
 SUPPORT_TOOLSET = "support"
 # The demo shipping MCP server's tools (seed_shipping.py) are in the toolset too.
 SUPPORT_PHASES: dict[str, list[str]] = {
     "lookup": ["search_orders", "get_order", "track_shipment"],
     "resolve": ["search_orders", "get_order", "cancel_order", "refund_payment", "track_shipment",
-                "pickup_status", "schedule_pickup"],
+                "pickup_status", "schedule_pickup", "run_python"],
 }

@@ -23,6 +23,12 @@ class GatewayConfig(AppConfig):
 
         discover()
 
+        # A code run's tool calls go through the invoke layer, which executors may not import.
+        from .code_runs import run_calls
+        from .executors.sandbox.hooks import register_run_calls
+
+        register_run_calls(run_calls)
+
         # The ledger's admin approves and reconciles entries; only the gateway executes them,
         # and the ledger may not import it (apps/ledger/execution_hooks.py).
         from apps.ledger.execution_hooks import EntryExecution, register_entry_execution

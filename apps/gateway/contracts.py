@@ -12,8 +12,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from apps.common.builtin_tools import REQUEST_CAPABILITY
-from apps.common.errors import ForbiddenError, ToolHubError, UnavailableError
+from apps.common.errors import ToolHubError
 from apps.tenancy.sessions import SessionClaims
 
 if TYPE_CHECKING:
@@ -50,6 +49,8 @@ class InvokeOptions:
     dry_run: bool = False
     # How long the client waits for a slow call before taking `accepted` (0: run it in the request).
     wait_s: float = 0
+    # The execution of the code run (run_python call) whose code makes these calls.
+    parent_execution_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,9 @@ class VersionSpec:
     output_schema: Mapping[str, Any] = field(default_factory=dict)
     # MCP annotations an import brought (the side-effect hints are derived, not taken from here).
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    # Runs on a worker, and a call that does not say how long it waits waits up to timeout_s
+    # for the outcome (code runs: AgentCatalog.visible).
+    waits_for_worker: bool = False
 
     @classmethod
     def from_model(cls, version: ToolVersion) -> VersionSpec:
@@ -216,6 +220,8 @@ class PreparedCall:
     seen_before: bool = False
     # The tenant's narrowing of limits for this tool.
     policy: PolicySpec = field(default_factory=PolicySpec)
+    # The end user's attributes from the session (a code run's inner calls are bound by them).
+    session_attributes: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))
 
 
 @dataclass(frozen=True)
@@ -283,63 +289,3 @@ class Outcome:
     answer: Answer
     version: VersionSpec | None = None
     execution_id: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolPlace:
-    """A toolset and phase where the agent may call a tool ("" phase: the toolset as a whole)."""
-
-    toolset: str
-    phase: str
-
-    def __str__(self) -> str:
-        return f"phase {self.phase} of toolset {self.toolset}" if self.phase else f"toolset {self.toolset}"
-
-    def as_dict(self) -> dict[str, str | None]:
-        return {"toolset": self.toolset, "phase": self.phase or None}
-
-
-@dataclass(frozen=True)
-class AgentCatalog:
-    """Everything one agent may call, and why it may not call the rest (loaded by selectors)."""
-
-    callable: dict[str, VersionSpec] = field(default_factory=dict)
-    # Tools the tenant can see but this agent may not call now, with the reason.
-    refused: dict[str, ForbiddenError | UnavailableError] = field(default_factory=dict)
-    # toolset → phase ("" for the whole toolset) → tool names
-    toolsets: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
-    policies: dict[int | None, PolicySpec] = field(default_factory=dict)
-
-    def visible(self, toolset: str | None, phase: str | None) -> dict[str, VersionSpec]:
-        """The callable tools, narrowed to a toolset and phase when given (request_capability
-        is in every one)."""
-        if not toolset:
-            return self.callable
-        names = self.toolsets.get(toolset, {}).get(phase or "", frozenset())
-        return {
-            name: spec for name, spec in self.callable.items() if name in names or name == REQUEST_CAPABILITY
-        }
-
-    def places_of(self, name: str, *, toolset: str | None) -> tuple[ToolPlace, ...]:
-        """Where this agent may call `name`: the phases holding it (a toolset as a whole
-        when none of its phases does), those of `toolset` first."""
-        places = []
-        for set_name, phases in self.toolsets.items():
-            named = [ToolPlace(set_name, p) for p, names in phases.items() if p and name in names]
-            if not named and name in phases.get("", ()):
-                named = [ToolPlace(set_name, "")]
-            places += named
-        return tuple(sorted(places, key=lambda p: (p.toolset != toolset, p.toolset, p.phase)))
-
-    @property
-    def prerequisites(self) -> frozenset[str]:
-        """Tools some callable tool requires earlier in a task: their success is remembered."""
-        return frozenset(
-            rule["tool"]
-            for spec in self.callable.values()
-            for rule in spec.rules
-            if rule.get("type") == "requires_earlier_call"
-        )
-
-    def policy_for(self, tool_id: int) -> PolicySpec:
-        return self.policies.get(tool_id) or self.policies.get(None) or PolicySpec()

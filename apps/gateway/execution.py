@@ -48,7 +48,7 @@ from .contracts import (
     WouldRun,
     thaw,
 )
-from .execution_requests import entry_execution_request, execution_request, prepared_from_entry
+from .execution_requests import call_context, entry_execution_request, execution_request, prepared_from_entry
 from .executors import execute
 from .executors.base import (
     AnswerTooLarge,
@@ -137,6 +137,8 @@ def run_readonly(*, principal: AgentPrincipal, options: InvokeOptions, prepared:
         agent_id=principal.agent_id,
         task_id=options.task_id,
         idempotency_key=None,
+        toolset=options.toolset,
+        phase=options.phase,
     )
     try:
         result = execute(version.executor, request)
@@ -210,6 +212,8 @@ def run_ledgered(
             arguments=thaw(prepared.arguments),
             run_async=plan.on_worker,
             approval=approval,
+            parent_id=options.parent_execution_id,
+            context=call_context(prepared, options) if plan.on_worker else {},
         ),
         actor=f"agent:{principal}",
     )
@@ -229,6 +233,9 @@ def run_ledgered(
             agent_id=principal.agent_id,
             task_id=options.task_id,
             idempotency_key=key,
+            toolset=options.toolset,
+            phase=options.phase,
+            execution_id=execution_id,
         )
         return execute_entry(entry=entry, request=request, prepared=prepared)
     _enqueue(entry, call)

@@ -3,15 +3,18 @@ ledger entry alone (a worker runs it later, the reconciler asks about it)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from apps.ledger.models import LedgerEntry
 
-from .contracts import PreparedCall, ToolCall, VersionSpec, thaw
+from .contracts import InvokeOptions, PreparedCall, ToolCall, VersionSpec, thaw
 from .executors.base import ExecutionRequest
 
 
 def execution_request(
     prepared: PreparedCall, *, tenant_id: int, tenant_slug: str, agent_id: int, task_id: str,
-    idempotency_key: str | None,
+    idempotency_key: str | None, toolset: str | None = None, phase: str | None = None,
+    execution_id: str | None = None,
 ) -> ExecutionRequest:
     """What the executor is asked: from a prepared call, or one rebuilt from its ledger entry."""
     version = prepared.version
@@ -30,7 +33,24 @@ def execution_request(
         idempotency_key=idempotency_key,
         platform_owned=version.platform_owned,
         readonly=not version.is_write,
+        toolset=toolset,
+        phase=phase,
+        session_attributes=thaw(prepared.session_attributes),
+        execution_id=execution_id,
     )
+
+
+def call_context(prepared: PreparedCall, options: InvokeOptions) -> dict[str, Any]:
+    """Where a call was made, as its ledger entry keeps it for a worker (LedgerEntry.context):
+    only what is there, so most entries keep nothing."""
+    context: dict[str, Any] = {}
+    if options.toolset:
+        context["toolset"] = options.toolset
+    if options.phase:
+        context["phase"] = options.phase
+    if prepared.session_attributes:
+        context["session_attributes"] = thaw(prepared.session_attributes)
+    return context
 
 
 def prepared_from_entry(entry: LedgerEntry) -> PreparedCall:
@@ -42,6 +62,7 @@ def prepared_from_entry(entry: LedgerEntry) -> PreparedCall:
         arguments=entry.arguments,
         args_hash=entry.args_hash,
         subject=entry.subject,
+        session_attributes=entry.context.get("session_attributes") or {},
     )
 
 
@@ -54,4 +75,7 @@ def entry_execution_request(entry: LedgerEntry) -> ExecutionRequest:
         agent_id=entry.agent_id,
         task_id=entry.task_id,
         idempotency_key=entry.key,
+        toolset=entry.context.get("toolset"),
+        phase=entry.context.get("phase"),
+        execution_id=str(entry.pk),
     )

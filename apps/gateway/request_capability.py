@@ -11,9 +11,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.capability_hooks import capability_recorder
 
-from .contracts import REQUEST_CAPABILITY, VersionSpec
+from .contracts import VersionSpec
 from .executors.base import ExecutionRequest, tool_callable
 
 REQUEST_CAPABILITY_CALLABLE = "toolhub.request_capability"

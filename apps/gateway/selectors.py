@@ -13,11 +13,13 @@ from django.db.models import F, Q
 
 from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.catalog.selectors import tools_suspended_by_drift
+from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ForbiddenError, UnavailableError
 from apps.tenancy.models import Grant, TenantPolicy
 
-from .contracts import REQUEST_CAPABILITY, AgentCatalog, PolicySpec, VersionSpec
+from .agent_catalogs import AgentCatalog
+from .contracts import PolicySpec, VersionSpec
 from .executors.mcp.warm import McpUse
 from .pipeline.tool_lookup import check_toolset
 from .pipeline.tool_lookup import resolve_tool as resolve_tool  # the dry-run console resolves names too

@@ -33,7 +33,7 @@ from .replies import render_all
 from .selectors import agent_catalog
 from .validation import prepare_call
 
-__all__ = ["InvokeOptions", "invoke_calls", "invoke_one"]
+__all__ = ["InvokeOptions", "invoke_as", "invoke_calls", "invoke_one", "refuse_as"]
 
 
 def invoke_one(
@@ -57,12 +57,34 @@ def invoke_calls(
     A batch budget is shared among the results: larger results are truncated more, none
     is dropped.
     """
+    now = timezone.now()
+    try:
+        session: SessionClaims | ToolHubError | None = _session(session_token, principal, now)
+    except ToolHubError as error:
+        session = error
+    return invoke_as(
+        principal=principal, session=session, options=options, calls=calls, budget_chars=budget_chars
+    )
+
+
+def invoke_as(
+    *,
+    principal: AgentPrincipal,
+    session: SessionClaims | ToolHubError | None,
+    options: InvokeOptions,
+    calls: Sequence[ToolCall],
+    budget_chars: int | None = None,
+) -> list[dict[str, Any]]:
+    """`invoke_calls` for an end user already known: the session's claims, or the error that
+    refuses every call (a bad token). A code run's inner calls come this way, in the run's
+    session."""
     started = time.perf_counter()
     now = timezone.now()
     prepared: list[PreparedCall | Outcome] = []
     for call in calls:
         try:
-            session = _session(session_token, principal, now)
+            if isinstance(session, ToolHubError):
+                raise session
             prepared.append(
                 prepare_call(principal=principal, session=session, options=options, call=call, now=now)
             )
@@ -70,6 +92,25 @@ def invoke_calls(
             if isinstance(error, UnknownToolError) and not options.dry_run:
                 _note_unknown_tool(principal, options, call)
             prepared.append(Outcome(call=call, answer=Refused(error)))
+    return _answer(principal, options, prepared, budget_chars, started)
+
+
+def refuse_as(
+    *, principal: AgentPrincipal, options: InvokeOptions, call: ToolCall, error: ToolHubError
+) -> dict[str, Any]:
+    """The envelope of a call refused before the pipeline, logged like any call."""
+    outcome = Outcome(call=call, answer=Refused(error))
+    return _answer(principal, options, [outcome], None, time.perf_counter())[0]
+
+
+def _answer(
+    principal: AgentPrincipal,
+    options: InvokeOptions,
+    prepared: list[PreparedCall | Outcome],
+    budget_chars: int | None,
+    started: float,
+) -> list[dict[str, Any]]:
+    """Run (or dry-run) the prepared calls, render and log every outcome."""
     if options.dry_run:
         slug, task_id = principal.tenant_slug, options.task_id
         outcomes = [
@@ -134,6 +175,7 @@ def _log(
         args_chars=len(arguments) if isinstance(arguments, str) else len(json.dumps(arguments, default=str)),
         result_chars=len(json.dumps(envelope.get("data"), default=str)) if "data" in envelope else 0,
         execution_id=outcome.execution_id,
+        parent_execution_id=options.parent_execution_id,
         dry_run=options.dry_run,
         envelope=envelope,
     )

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from typing import Any
 
 from apps.catalog.exports import ToolExport, export_tools
+from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ToolHubError
-from apps.gateway.contracts import REQUEST_CAPABILITY
+from apps.gateway.agent_catalogs import CODE_RUN_EXECUTOR, code_run_tools
+from apps.gateway.contracts import VersionSpec
 from apps.gateway.pipeline.output import structured_result
 from apps.tenancy.authentication import AgentPrincipal
 
@@ -45,11 +48,28 @@ def agent_tool_export(
         visible.values(), key=lambda spec: (spec.tool_name == REQUEST_CAPABILITY, spec.tool_name)
     )
     export = export_tools(ordered, fmt)
+    if any(spec.executor == CODE_RUN_EXECUTOR for spec in ordered):
+        export = replace(export, code_runs=_code_run_estimates(visible, export, fmt))
     with _MEMO_LOCK:
         for stale in [k for k in _MEMO if k[0] != generation]:
             _MEMO.pop(stale, None)
         _MEMO[key] = export
     return export
+
+
+def _code_run_estimates(
+    visible: dict[str, VersionSpec], export: ToolExport, fmt: str
+) -> dict[str, dict[str, int]]:
+    """What code mode saves: each code-run tool's tokens (its description lists its tools as
+    signatures) beside the tokens of those tools listed one by one in the same format."""
+    inner = code_run_tools(visible)
+    one_by_one = export_tools([inner[name] for name in sorted(inner)], fmt).token_estimate
+    return {
+        name: {"token_estimate": export.token_estimates[name], "tools_token_estimate": one_by_one,
+               "tools": len(inner)}
+        for name, spec in visible.items()
+        if spec.executor == CODE_RUN_EXECUTOR
+    }
 
 
 def mcp_structured_content(

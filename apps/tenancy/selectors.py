@@ -53,3 +53,9 @@ def shared_tool_grants_not_by_platform() -> QuerySet[Grant]:
         .select_related("tenant", "agent", "tool")
         .order_by("tenant__slug", "tool__name", "agent__name")
     )
+
+
+def active_agent(*, tenant_id: int, agent_id: int) -> Agent | None:
+    """The tenant's agent, with its tenant; None when it is gone or deactivated."""
+    agents = Agent.objects.for_tenant(tenant_id).select_related("tenant")
+    return agents.filter(pk=agent_id, active=True).first()

@@ -73,8 +73,8 @@ def test_the_demo_tools_declare_normalizers_lint_finds_nothing_wrong_with():
             name=name,
             description=spec["description"],
             parameters=spec["parameters"],
-            context_bindings=spec["context_bindings"],
-            normalizers=spec["normalizers"],
+            context_bindings=spec.get("context_bindings", {}),
+            normalizers=spec.get("normalizers", {}),
         )
         assert not [f for f in lint_tool(tool) if f.code.startswith("normalizer-")], name
 

@@ -135,11 +135,11 @@ def test_the_order_book_is_three_users_over_the_first_half_of_2026():
     assert orders.filter(amount_cents__lt=1).count() == 0
 
 
-def test_the_four_tools_are_published_granted_and_grouped_in_phases():
+def test_the_shop_tools_and_run_python_are_published_granted_and_grouped_in_phases():
     _seed()
 
     agent = Agent.objects.get(tenant__slug="demo", name="support-bot")
-    names = {"search_orders", "get_order", "cancel_order", "refund_payment"}
+    names = {"search_orders", "get_order", "cancel_order", "refund_payment", "run_python"}
     versions = ToolVersion.objects.filter(tool__name__in=names)
     assert {(v.tool.name, v.number, v.status) for v in versions} == {(n, 1, "published") for n in names}
     assert all(v.published_at is not None for v in versions)
@@ -155,8 +155,9 @@ def test_every_tool_binds_user_id_to_the_session_and_describes_every_parameter()
     _seed()
 
     # the shop's published tools; the imported draft is a curator's to review
-    # (test_openapi_document.py); the shipping server's tools know no user (test_seed_shipping.py)
-    for version in ToolVersion.objects.filter(status="published").exclude(executor="mcp"):
+    # (test_openapi_document.py); the shipping server's tools know no user (test_seed_shipping.py),
+    # nor does run_python: its code's calls are bound like the model's own (tests/code_mode/)
+    for version in ToolVersion.objects.filter(status="published").exclude(executor__in=["mcp", "sandbox"]):
         schema = version.parameters
         assert version.context_bindings == {"user_id": {"source": "session.subject", "policy": "must_match"}}
         assert schema["properties"]["user_id"]["type"] == "string"
@@ -206,7 +207,7 @@ def test_the_refund_tool_that_uses_the_platforms_payments_key_is_a_shared_tool()
     owners = dict(Tool.objects.values_list("name", "tenant__slug"))
     assert owners == {
         "search_orders": "demo", "get_order": "demo", "cancel_order": "demo", "refund_payment": None,
-        "list_order_refunds": "demo",  # imported from the provider's OpenAPI document
+        "run_python": "demo", "list_order_refunds": "demo",  # imported from the provider's OpenAPI document
         **{name: "demo" for name in SHIPPING_TOOLS},  # the tenant's MCP server's
     }
     agent = Agent.objects.get(tenant__slug="demo", name="support-bot")

@@ -65,6 +65,12 @@ class ToolListApi(APIView):
         tool_token_estimates = serializers.DictField(
             child=serializers.IntegerField(), help_text="The same estimate per tool, by tool name."
         )
+        code_run_estimates = serializers.DictField(
+            child=serializers.DictField(child=serializers.IntegerField()),
+            help_text="Per code-run tool (run_python), by name: `token_estimate`, its own estimate (its "
+            "description lists the tools its code may call as Python signatures), beside "
+            "`tools_token_estimate`, the estimate of listing those `tools` one by one in this format.",
+        )
 
     @extend_schema(
         operation_id="tool_list",
@@ -103,5 +109,6 @@ class ToolListApi(APIView):
             "tools": export.tools,
             "token_estimate": export.token_estimate,
             "tool_token_estimates": export.token_estimates,
+            "code_run_estimates": export.code_runs,
         }
         return Response(body, headers={TOKEN_ESTIMATE_HEADER: str(export.token_estimate)})

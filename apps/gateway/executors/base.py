@@ -9,7 +9,7 @@ applied (`ExecutionTimedOut`, `ExecutionAmbiguous`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from apps.common.errors import ToolHubError
@@ -35,6 +35,12 @@ class ExecutionRequest:
     agent_id: int | None = None
     # A readonly or recomputable call changes nothing: sending it again is always safe.
     readonly: bool = False
+    # Where the call was made and for whom: what a code run's inner calls are made in.
+    toolset: str | None = None
+    phase: str | None = None
+    session_attributes: Mapping[str, Any] = field(default_factory=dict)
+    # The call's ledger entry (None for a read run without one).
+    execution_id: str | None = None
 
 
 class ExecutionError(Exception):

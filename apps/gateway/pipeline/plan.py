@@ -42,13 +42,16 @@ def execution_plan(
     prepared: PreparedCall, *, wait_s: float, default_approval_expires_s: int
 ) -> ExecutionPlan:
     """Approval first; async versions and calls the client waits for briefly go to a worker
-    (a read only when the wait is shorter than its timeout); other writes run in the request
-    under the ledger; other reads run directly."""
+    (a read only when the wait is shorter than its timeout), and versions that always run on
+    one (code runs) too, a call that names no wait waiting up to their timeout; other writes
+    run in the request under the ledger; other reads run directly."""
     version = prepared.version
     if prepared.approval_reason is not None:
         return ExecutionPlan(
             Run.APPROVAL, approval_expires_s=approval_expires_s(version, default_approval_expires_s)
         )
+    if version.waits_for_worker:
+        return ExecutionPlan(Run.WORKER, wait_s=wait_s or version.timeout_s)
     if version.mode == "async" or (wait_s > 0 and (version.is_write or wait_s < version.timeout_s)):
         return ExecutionPlan(Run.WORKER, wait_s=wait_s)
     if version.is_write:

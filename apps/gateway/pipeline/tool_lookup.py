@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from apps.common.errors import InvalidArgsError
-from apps.gateway.contracts import AgentCatalog, VersionSpec
+from apps.gateway.agent_catalogs import AgentCatalog
+from apps.gateway.contracts import VersionSpec
 
 from .unknown_tool import unknown_tool_error
 

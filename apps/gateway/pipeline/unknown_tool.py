@@ -10,8 +10,9 @@ import difflib
 import re
 from collections.abc import Sequence
 
+from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.errors import UnknownToolError
-from apps.gateway.contracts import REQUEST_CAPABILITY, ToolPlace
+from apps.gateway.agent_catalogs import ToolPlace
 from apps.gateway.text import clip, join_names
 
 __all__ = ["ToolPlace", "closest_tools", "unknown_tool_error"]

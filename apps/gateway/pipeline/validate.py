@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from apps.common.schemas.nulls import strip_optional_nulls
-from apps.gateway.contracts import AgentCatalog, CallContext, CallState, PreparedCall, TaskSighting, ToolCall
+from apps.gateway.agent_catalogs import AgentCatalog
+from apps.gateway.contracts import CallContext, CallState, PreparedCall, TaskSighting, ToolCall
 
 from .approval import approval_reason
 from .authorize import apply_bindings
@@ -51,6 +52,7 @@ def validate_call(
         approval_reason=approval_reason(bound, version, policy),
         is_prerequisite=version.tool_name in catalog.prerequisites,
         policy=policy,
+        session_attributes=context.session.attributes if context.session else {},
     )
 
 

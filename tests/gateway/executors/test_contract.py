@@ -47,6 +47,8 @@ UNREACHABLE: dict[str, dict[str, Any]] = {
     "python": {"callable": "tests.no_such_callable"},
     "http": {"upstream": "no-such-upstream", "method": "GET", "path": "/orders"},
     "mcp": {"upstream": "no-such-upstream", "tool": "track_shipment"},
+    # A code run of no agent's: nothing may call tools for nobody, so nothing runs.
+    "sandbox": {},
 }
 FAILURE_CLASSES = (ExecutionRejected, ExecutionNotSent, ExecutionTimedOut, ExecutionAmbiguous)
 KINDS = sorted(executor.kind for executor in discover())
