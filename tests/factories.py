@@ -2,11 +2,15 @@
 
 import logging
 import sys
+from datetime import datetime
 from typing import Any
 
 import factory
+from django.utils import timezone
 
-from apps.catalog.models import Tool, ToolVersion
+from apps.audit.models import Invocation
+from apps.catalog.models import Tool, ToolVersion, VersionStatus
+from apps.ledger.models import LedgerEntry
 from apps.tenancy.models import Agent, Grant, Tenant
 from apps.upstreams.models import Credential, McpLauncher, SubjectCredential, Upstream
 from apps.upstreams.services import credential_set, credential_set_for_subject, launcher_save, upstream_save
@@ -174,3 +178,77 @@ class UpstreamFactory(factory.django.DjangoModelFactory):
     @classmethod
     def _create(cls, model_class: type[Upstream], *args: Any, actor: str, **fields: Any) -> Upstream:
         return upstream_save(upstream=model_class(**fields), actor=actor)
+
+
+# Code runs, stored as the sandbox executor leaves them (apps/gateway/code_runs.py): the run's
+# entry, its inner calls in the invocation log, and an entry per inner write.
+CODE_SCHEMA = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "minLength": 1}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+
+
+def run_python_version(*, tenant: Tenant) -> ToolVersion:
+    """The tenant's run_python tool, version 1, published: a version of the sandbox executor
+    (made on first use)."""
+    existing = ToolVersion.objects.filter(tool__tenant=tenant, tool__name="run_python", number=1).first()
+    if existing is not None:
+        return existing
+    version = ToolVersionFactory(
+        tool=ToolFactory(name="run_python", tenant=tenant), number=1, parameters=dict(CODE_SCHEMA),
+        side_effect="write", executor="sandbox", executor_config={},
+        description="Runs Python code that calls the tools beside it, for work of many calls.",
+    )
+    ToolVersion.objects.filter(pk=version.pk).update(status=VersionStatus.PUBLISHED)
+    version.refresh_from_db()
+    return version
+
+
+def code_run(
+    *, version: ToolVersion, agent: Agent, code: str, state: str = "committed", result: Any = None,
+    stdout: str = "", calls: int = 0, error: dict[str, Any] | None = None, task_id: str = "t-run",
+    call_id: str = "run_1", at: datetime | None = None,
+) -> LedgerEntry:
+    """A run's entry: committed with `result`, `stdout` and `calls`, or failed with `error`
+    (an envelope; give its raw), or still `intent`/`unknown`."""
+    tenant = agent.tenant
+    entry = LedgerEntry.objects.create(
+        tenant=tenant, agent=agent, key=f"{tenant.slug}/{task_id}/{call_id}/run_python/h", task_id=task_id,
+        call_id=call_id, tool=version.tool, version=version, subject="u-1001", args_hash="h",
+        arguments={"code": code}, state=state,
+        result={"result": result, "stdout": stdout, "calls": calls} if state == "committed" else None,
+        error=error, settled_at=timezone.now() if state in ("committed", "failed") else None,
+    )
+    if at is not None:
+        LedgerEntry.objects.filter(pk=entry.pk).update(created_at=at)
+        entry.refresh_from_db()
+    return entry
+
+
+def inner_call(
+    *, run: LedgerEntry, n: int, tool: str, envelope: dict[str, Any], latency_ms: float = 12.0,
+    execution_id: Any = None, at: datetime | None = None,
+) -> Invocation:
+    """The n-th call of the run's code, logged with the run as its parent."""
+    row = Invocation.objects.create(
+        tenant=run.tenant, agent=run.agent, task_id=run.task_id, call_id=f"{run.call_id}#{n}", tool_name=tool,
+        version_number=1, status=envelope["status"], kind=envelope.get("kind", ""), latency_ms=latency_ms,
+        execution_id=execution_id, parent_execution_id=run.pk, envelope=envelope,
+    )
+    if at is not None:
+        Invocation.objects.filter(pk=row.pk).update(created_at=at)
+    return row
+
+
+def inner_write(*, run: LedgerEntry, n: int, version: ToolVersion, arguments: dict[str, Any],
+                state: str = "committed") -> LedgerEntry:
+    """The ledger entry of the run's n-th call, a write."""
+    call_id = f"{run.call_id}#{n}"
+    key = f"{run.tenant.slug}/{run.task_id}/{call_id}/{version.tool.name}/w"
+    return LedgerEntry.objects.create(
+        tenant=run.tenant, agent=run.agent, key=key, task_id=run.task_id, call_id=call_id, tool=version.tool,
+        version=version, subject=run.subject, args_hash=f"w{n}", arguments=arguments, state=state, parent=run,
+        settled_at=timezone.now() if state in ("committed", "failed") else None,
+    )

@@ -50,13 +50,14 @@ from .models import (
     ReconcileAttempt,
     TriageEntry,
 )
-from .selectors import approvals_pending, triage_queue
+from .selectors import CODE_RUN_EXECUTOR, approvals_pending, triage_queue
 from .services import ledger_settle
 from .states import TransitionRefused
 from .triage import ledger_reconcile_now
 
 SETTLE_PERMISSION = "ledger.settle_ledgerentry"
 DECIDE_PERMISSION = "ledger.decide_approval"
+VIEW_CODE_RUN_PERMISSION = "ledger.view_coderun"
 
 
 def age(since: datetime | None) -> str:
@@ -145,7 +146,26 @@ class LedgerEntryAdmin(LedgerAdminBase):
     fields = ("key", "state", "tenant", "agent", "tool", "version", "subject", "task_id", "call_id",
               "args_hash", "arguments_json", "result_json", "error_json", "attempts", "next_check_at",
               "triage_since", "settled_at", "created_at", "updated_at", "invocations_link")
-    readonly_fields = fields
+    readonly_fields = (*fields, "code_run")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_fields(request, obj)
+        if obj is None or not request.user.has_perm(VIEW_CODE_RUN_PERMISSION):
+            return fields
+        if obj.parent_id is not None or obj.version.executor == CODE_RUN_EXECUTOR:
+            return [*fields, "code_run"]
+        return fields
+
+    @admin.display(description="code run")
+    def code_run(self, obj: LedgerEntry) -> str:
+        """An inner write: the run whose code made it. A run: its own page, with the code."""
+        if obj.parent is None:
+            url = reverse("admin:ledger_coderun_change", args=[obj.pk])
+            return format_html('<a href="{}" id="code-run">This entry is a code run: its code, stdout and '
+                               "inner calls</a>", url)
+        url = reverse("admin:ledger_coderun_change", args=[obj.parent.pk])
+        return format_html('<a href="{}" id="parent-run">Made by the code of run {} (task {})</a>', url,
+                           obj.parent.call_id, obj.parent.task_id)
 
 
 @admin.register(TriageEntry)
@@ -335,3 +355,7 @@ class PendingApprovalAdmin(ObjectButtonsMixin, ApprovalAdminBase):
         except ApprovalRefused as refused:
             messages.error(request, f"Nothing changed: {refused}")
         return redirect_to_change(self, obj)
+
+
+# Registered here, after the base it builds on: Django looks for admins in admin.py only.
+from . import admin_code_runs  # noqa: E402, F401

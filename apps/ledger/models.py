@@ -107,6 +107,20 @@ class TriageEntry(LedgerEntry):
         verbose_name_plural = "triage queue"
 
 
+class CodeRun(LedgerEntry):
+    """Code runs: the entries of run_python calls (versions of the `sandbox` executor), each
+    with its code, what it printed and returned or what stopped it, and its inner calls.
+
+    A proxy so that runs are their own admin page with their own view permission; which
+    entries are runs is the selector's to say (selectors.code_runs).
+    """
+
+    class Meta:
+        proxy = True
+        verbose_name = "code run"
+        verbose_name_plural = "code runs"
+
+
 class LedgerEvent(models.Model):
     """One transition of an entry: from, to, who or what made it, when, and why."""
 

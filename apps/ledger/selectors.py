@@ -3,12 +3,24 @@ and are narrowed to a staff user's tenant by the admin."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from .models import Approval, ApprovalStatus, LedgerEntry, LedgerState
+from apps.audit.models import Invocation
+
+from .models import Approval, ApprovalStatus, CodeRun, LedgerEntry, LedgerState
+
+# The executor kind of run_python's versions. The gateway's sandbox executor declares it; the
+# ledger sits below the gateway, so it names the kind itself to tell runs from other entries.
+CODE_RUN_EXECUTOR = "sandbox"
+# The most inner calls a run's page lists: a run may make 100 (the sandbox's max_calls).
+INNER_CALLS_SHOWN = 200
+# Inner calls are logged by the worker that ran the code, the run's entry by the request that
+# recorded it, each with its own clock: the inner calls are looked for from a little before.
+CLOCK_SKEW = timedelta(minutes=5)
 
 
 def ledger_entry_for_call(*, tenant_id: int, task_id: str, call_id: str) -> LedgerEntry | None:
@@ -74,3 +86,35 @@ def approval_is_pending(*, entry: LedgerEntry) -> bool:
         return entry.approval.status == ApprovalStatus.PENDING
     except Approval.DoesNotExist:
         return False
+
+
+def code_runs() -> QuerySet[CodeRun]:
+    """Entries of code runs (run_python calls, versions of the sandbox executor), all tenants,
+    newest first."""
+    return CodeRun.objects.filter(version__executor=CODE_RUN_EXECUTOR).order_by("-created_at")
+
+
+@dataclass(frozen=True)
+class CodeRunCalls:
+    """What a run's code called: the logged inner calls (at most INNER_CALLS_SHOWN, oldest
+    first; older than the log's retention, none) and the inner writes' ledger entries."""
+
+    invocations: list[Invocation]
+    more: bool
+    inner_entries: list[LedgerEntry]
+
+
+def code_run_calls(*, run: LedgerEntry) -> CodeRunCalls:
+    """The inner calls and inner writes of `run`, in two queries. The invocation log is
+    partitioned by time: the lower bound on `created_at` keeps the read to the run's partitions."""
+    logged = Invocation.objects.filter(
+        tenant_id=run.tenant_id, parent_execution_id=run.pk, created_at__gte=run.created_at - CLOCK_SKEW
+    ).order_by("created_at", "id")
+    invocations = list(logged[: INNER_CALLS_SHOWN + 1])
+    writes = run.inner_entries.select_related("tool", "version").order_by("created_at", "pk")
+    entries = list(writes[: INNER_CALLS_SHOWN + 1])
+    return CodeRunCalls(
+        invocations=invocations[:INNER_CALLS_SHOWN],
+        more=len(invocations) > INNER_CALLS_SHOWN or len(entries) > INNER_CALLS_SHOWN,
+        inner_entries=entries[:INNER_CALLS_SHOWN],
+    )

@@ -38,6 +38,7 @@ def test_the_invocation_log_shows_latency_in_ms_and_long_ids_cut_whole_in_the_ti
     [
         ("ledger_triageentry", "wait here for a person to check the external system"),
         ("ledger_pendingapproval", "wait here: a version with an approval rule"),
+        ("ledger_coderun", "Every <code>run_python</code> call gets a row here"),
         ("capabilities_capabilityrequest", "What agents wanted and could not call is counted here"),
         ("demo_shop_paymentsfault", "to make the next <code>refund_payment</code> call time out"),
     ],

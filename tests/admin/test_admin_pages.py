@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 CHANGELISTS = [
     "tenancy_tenant", "tenancy_agent", "tenancy_agentkey", "tenancy_grant", "tenancy_tenantpolicy",
     "tenancy_staffscope", "catalog_tool", "catalog_toolversion", "catalog_toolset", "ledger_ledgerentry",
-    "ledger_triageentry", "ledger_approval", "ledger_pendingapproval",
+    "ledger_triageentry", "ledger_coderun", "ledger_approval", "ledger_pendingapproval",
     "audit_auditevent", "audit_invocation", "capabilities_capabilityrequest", "demo_shop_demoorder",
     "demo_shop_demorefund",
 ]

@@ -239,7 +239,7 @@ def test_the_groups_hold_exactly_the_operator_and_auditor_permissions(db):
         return set(Group.objects.get(name=group).permissions.values_list("codename", flat=True))
 
     view = {"view_ledgerentry", "view_ledgerevent", "view_reconcileattempt", "view_triageentry",
-            "view_approval", "view_pendingapproval", "view_invocation"}
+            "view_approval", "view_pendingapproval", "view_invocation", "view_coderun"}
     assert codenames("operators") == view | {"settle_ledgerentry", "decide_approval"}
     assert codenames("auditors") == view | {"view_auditevent"}
 
