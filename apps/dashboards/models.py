@@ -17,12 +17,15 @@ class InvocationRollup(models.Model):
     has_version = models.BooleanField()
     status = models.CharField(max_length=20)
     kind = models.CharField(max_length=30, blank=True)
+    # Whether the calls were made by a code run's code (Invocation.parent_execution_id set):
+    # the dashboard counts these inner calls apart.
+    from_code = models.BooleanField(default=False)
     calls = models.PositiveIntegerField()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["hour", "tenant", "tool_name", "has_version", "status", "kind"],
+                fields=["hour", "tenant", "tool_name", "has_version", "status", "kind", "from_code"],
                 name="invocation_rollup_unique",
             ),
         ]

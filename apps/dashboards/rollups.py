@@ -173,11 +173,13 @@ def _roll_up_range(start: datetime, end: datetime) -> tuple[int, int]:
     InvocationRollup.objects.filter(hour__gte=start, hour__lt=end).delete()
     LatencyRollup.objects.filter(hour__gte=start, hour__lt=end).delete()
     rows = _by_hour(Invocation.objects.filter(created_at__gte=start, created_at__lt=end))
-    outcomes = rows.values("hour", "tenant_id", "tool_name", "has_version", "status", "kind").annotate(
-        n=Count("id"))
+    outcomes = rows.annotate(from_code=made_by_code()).values(
+        "hour", "tenant_id", "tool_name", "has_version", "status", "kind", "from_code",
+    ).annotate(n=Count("id"))
     written_outcomes = InvocationRollup.objects.bulk_create(
         [InvocationRollup(hour=r["hour"], tenant_id=r["tenant_id"], tool_name=r["tool_name"],
-                          has_version=r["has_version"], status=r["status"], kind=r["kind"], calls=r["n"])
+                          has_version=r["has_version"], status=r["status"], kind=r["kind"],
+                          from_code=r["from_code"], calls=r["n"])
          for r in outcomes],
         batch_size=_BATCH,
     )
@@ -190,6 +192,11 @@ def _roll_up_range(start: datetime, end: datetime) -> tuple[int, int]:
         batch_size=_BATCH,
     )
     return len(written_outcomes), len(written_latencies)
+
+
+def made_by_code() -> ExpressionWrapper:
+    """An invocation row's call was made by a code run's code (InvocationRollup.from_code)."""
+    return ExpressionWrapper(Q(parent_execution_id__isnull=False), output_field=BooleanField())
 
 
 def _by_hour(invocations: QuerySet) -> QuerySet:

@@ -27,10 +27,11 @@ from apps.catalog.models import Tool
 from apps.catalog.selectors import UpstreamDrift, catalog_findings, open_drift_by_upstream
 from apps.common.admin_filters import AGES
 from apps.ledger.models import Approval, ApprovalStatus, LedgerEntry, LedgerState
+from apps.ledger.selectors import code_runs
 
 from .latency_buckets import bucket_of, percentile
 from .models import DailyLatencyRollup, InvocationRollup, LatencyRollup
-from .rollups import day_ceil, day_floor, hour_ceil, hour_floor, rollup_coverage
+from .rollups import day_ceil, day_floor, hour_ceil, hour_floor, made_by_code, rollup_coverage
 
 # window → (length, bucket function of its calls-over-time chart)
 WINDOWS: dict[str, tuple[timedelta, Any]] = {
@@ -68,6 +69,10 @@ class Overview:
     since: datetime
     calls_total: int = 0
     errors_total: int = 0
+    # Code runs (run_python calls) started in the window, and the calls their code made
+    # there (inner calls, also counted in calls_total).
+    code_runs: int = 0
+    inner_calls: int = 0
     # One row per time bucket: {"bucket": datetime, "<status>": count, ...}
     calls_over_time: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
@@ -103,6 +108,9 @@ def dashboard_overview(*, tenant_id: int | None, window: str, now: datetime | No
         key=lambda kind_n: (-kind_n[1], kind_n[0]),
     )
     overview.latency = _latency_per_tool(calls)
+    overview.code_runs = _of_tenant(code_runs().filter(created_at__gte=overview.since), tenant_id).count()
+    by_code = calls.summed(("from_code",), raw_keys={"from_code": made_by_code()})
+    overview.inner_calls = by_code.get((True,), 0)
     overview.unknown_by_age = _unknown_by_age(tenant_id, now)
     overview.triage_size = _of_tenant(
         LedgerEntry.objects.filter(state=LedgerState.UNKNOWN, triage_since__isnull=False), tenant_id

@@ -49,6 +49,7 @@ def _links(window: str) -> dict[str, str]:
         "errors": f"{invocations}?age={window}&status=error",
         "ledger_unknown": f"{reverse('admin:ledger_ledgerentry_changelist')}?state=unknown",
         "triage": reverse("admin:ledger_triageentry_changelist"),
+        "code_runs": f"{reverse('admin:ledger_coderun_changelist')}?age={window}",
         "approvals": reverse("admin:ledger_pendingapproval_changelist"),
         "capabilities": f"{capabilities}?reason=unknown",
         "phase_misses": f"{capabilities}?reason=not_in_phase",
