@@ -34,6 +34,8 @@ from tests.factories import (
     TenantFactory,
     ToolFactory,
     UpstreamFactory,
+    code_run,
+    run_python_version,
 )
 
 # The slug of the tenant whose rows must never show to the other one, and is in all its text.
@@ -283,4 +285,13 @@ def _drift_finding(rows: TenantRows) -> models.Model:
         kind="description", pinned=definition,
         current={**definition, "description": f"{rows.slug} lookups, changed."}, fingerprint="sha256:test",
         detected_at=timezone.now(),
+    )
+
+
+@maker("ledger.CodeRun")
+def _code_run(rows: TenantRows) -> models.Model:
+    """A run_python run whose code and stdout carry the slug."""
+    return code_run(
+        version=run_python_version(tenant=rows["tenancy.Tenant"]), agent=rows["tenancy.Agent"],
+        code=f"print('{rows.slug}-secret-code')", stdout=f"{rows.slug}-printed\n", task_id=f"{rows.slug}-run",
     )
