@@ -51,10 +51,12 @@ def _unbind_task_id(**kwargs: Any) -> None:
 
 
 # Each worker process, once forked, opens the sessions of the MCP upstreams that granted tools
-# call, on a thread of its own (TOOLHUB_MCP_WARM_S): its first call needs no handshake. Sent
+# call, on a thread of its own (TOOLHUB_MCP_WARM_S): its first call needs no handshake; and
+# starts the sandboxes code runs take (TOOLHUB_SANDBOX_WARM): its first run starts warm. Sent
 # only to a worker's pool processes: never in beat, `manage.py` commands or eager tests.
 @worker_process_init.connect
-def _warm_mcp_sessions(**kwargs: Any) -> None:
-    from apps.gateway.outbound import mcp_sessions_warm_soon
+def _warm_up(**kwargs: Any) -> None:
+    from apps.gateway.outbound import code_runs_warm_soon, mcp_sessions_warm_soon
 
     mcp_sessions_warm_soon()
+    code_runs_warm_soon()

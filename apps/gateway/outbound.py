@@ -24,6 +24,7 @@ from .executors.egress import EgressTransport
 from .executors.http.executor import shared_client
 from .executors.mcp.executor import ListingFailed, list_mcp_tools
 from .executors.mcp.warm import warm_mcp_sessions
+from .executors.sandbox.runs import prewarm_sandboxes
 from .selectors import mcp_uses
 
 __all__ = [
@@ -148,3 +149,8 @@ def mcp_sessions_warm_soon() -> None:
             connections.close_all()
 
     threading.Thread(target=run, name="toolhub-mcp-warm", daemon=True).start()
+
+
+def code_runs_warm_soon() -> None:
+    """Start the process's warm sandboxes for code runs (run_python) in the background."""
+    prewarm_sandboxes()

@@ -10,8 +10,9 @@ import time
 from django.test import override_settings
 
 from apps.gateway.executors.sandbox.pool import stop_pool, warm_pool
+from apps.gateway.executors.sandbox.runs import RunLimits, prewarm_sandboxes, run_code
 
-from .conftest import FAST, run
+from .conftest import FAST, FakeToolHub, run
 
 WAIT_S = 15.0
 
@@ -100,3 +101,13 @@ def test_a_forked_child_makes_its_own_pool():
     assert answer == b"ok"
     assert run("result = 'parent'").result == "parent"
     assert warm_pool() is parent
+
+
+def test_a_worker_process_starts_its_sandboxes_before_its_first_run():
+    stop_pool()
+    prewarm_sandboxes()
+
+    assert warm_pool().wait_filled(RunLimits().spawn(), timeout_s=10)
+    report = run_code("result = 1", tool_names=(), limits=RunLimits(), call_tool=FakeToolHub())
+
+    assert report.result == 1 and warm_pool().served_warm == 1 and warm_pool().started_cold == 0

@@ -91,6 +91,16 @@ class SandboxPool:
         return Sandbox.start(limits=limits, scratch_root=self.scratch_root, cgroups=self.cgroups,
                              max_line_bytes=max_line_bytes)
 
+    def prewarm(self, limits: SpawnLimits) -> None:
+        """Start filling the pool for `limits` now, before a run asks: a worker process's first
+        run starts warm too."""
+        with self._changed:
+            if self._stopped or self.warm <= 0:
+                return
+            self._ready.setdefault(limits, deque())
+            self._start_thread()
+            self._changed.notify_all()
+
     def release(self, sandbox: Sandbox) -> None:
         """A sandbox's run is over: it is stopped and its directory deleted now, its control
         groups soon after (deleting them takes the kernel a few ms)."""

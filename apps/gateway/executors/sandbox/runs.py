@@ -17,10 +17,13 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
+from apps.bridge.stdio import BWRAP
+
 from .isolation import SandboxUnavailable, SpawnLimits
-from .pool import release, sandbox_for
+from .pool import release, sandbox_for, warm_pool
 from .process import ChannelBroken, ChannelClosed, ChannelTimeout, Sandbox
 
 __all__ = ["InnerCall", "RunLimits", "RunReport", "SandboxUnavailable", "run_code"]
@@ -194,3 +197,10 @@ class _Run:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def prewarm_sandboxes() -> None:
+    """Start this process's warm sandboxes for the default limits, when this machine has
+    bubblewrap (a Celery worker process once forked): its first run starts warm too."""
+    if Path(BWRAP).exists():
+        warm_pool().prewarm(RunLimits().spawn())

@@ -155,11 +155,12 @@ def test_no_session_is_opened_when_warming_is_off(api, agent, shipping, shipping
     assert shipping.initializes == 0
 
 
-def test_web_and_worker_processes_warm_on_start(monkeypatch, tmp_path):
+def test_web_and_worker_processes_warm_up_on_start(monkeypatch, tmp_path):
     # given: gunicorn's configuration, read without making a metrics directory of its own
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     started: list[str] = []
     monkeypatch.setattr(outbound, "mcp_sessions_warm_soon", lambda: started.append("warm"))
+    monkeypatch.setattr(outbound, "code_runs_warm_soon", lambda: started.append("sandboxes"))
     spec = importlib.util.spec_from_file_location(
         "gunicorn_conf", Path(__file__).resolve().parents[4] / "gunicorn.conf.py"
     )
@@ -169,7 +170,7 @@ def test_web_and_worker_processes_warm_on_start(monkeypatch, tmp_path):
 
     # when: a gunicorn worker has loaded the application; a Celery worker process was forked
     gunicorn_conf.post_worker_init(worker=None)
-    toolhub.celery._warm_mcp_sessions()
+    toolhub.celery._warm_up()
 
-    # then
-    assert started == ["warm", "warm"]
+    # then: code runs execute on the workers only, so only they start sandboxes ahead
+    assert started == ["warm", "warm", "sandboxes"]
