@@ -8,8 +8,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
-# bubblewrap isolates the stdio MCP servers the bridge (manage.py mcp_bridge) runs.
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+# bubblewrap isolates the stdio MCP servers the bridge (manage.py mcp_bridge) runs, and code
+# runs (run_python) on the workers, with a seccomp filter compiled by libseccomp.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
     && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --uid 10001 --home-dir /app toolhub
 

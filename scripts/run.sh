@@ -203,16 +203,20 @@ echo "Starting the web server, a Celery worker and Celery beat on ${BASE_URL}, t
 start web "$BIN/gunicorn" toolhub.wsgi:application --bind "127.0.0.1:${PORT}" \
   --worker-class gthread --workers 2 --threads 4 --timeout 60 --graceful-timeout 5 \
   --no-control-socket
+# Stdio MCP servers (the bridge) and code runs (on the workers) run under bubblewrap: checked
+# (and installed where we may) before the workers start, so they start their sandboxes warm.
+# Without it, the rest of the demo still runs.
+have_bubblewrap=0
+if need_bubblewrap; then have_bubblewrap=1; fi
 # --quiet: no ASCII-art banners on stdout; what they say is in the logs, at DEBUG.
 start worker "$BIN/celery" -A toolhub --quiet worker --loglevel "$LOG_LEVEL" --concurrency 2 --hostname "toolhub@%h"
 start beat "$BIN/celery" -A toolhub --quiet beat --loglevel "$LOG_LEVEL"
 start "$MCP_SERVER" "$PY" -m apps.demo_shop.shipping --port "$MCP_PORT"
-# stdio MCP servers run under bubblewrap: without it, the rest of the demo still runs.
-if need_bubblewrap; then
+if [ "$have_bubblewrap" = 1 ]; then
   start "$BRIDGE" "$PY" manage.py mcp_bridge --port "$BRIDGE_PORT"
   bridge_line="http://127.0.0.1:${BRIDGE_PORT}   (stdio MCP servers: README \"Servers that speak stdio\")"
 else
-  bridge_line="not started: install bubblewrap to run stdio MCP servers"
+  bridge_line="not started: install bubblewrap to run stdio MCP servers (and code runs)"
 fi
 
 # The banner comes once the server answers /readyz (database and broker reachable) and the

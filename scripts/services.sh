@@ -27,17 +27,19 @@ need_redis() {
   return 1
 }
 
-# The MCP bridge runs stdio MCP servers under bubblewrap (apps/bridge): install Debian's
-# package where we may, else say what is missing (the bridge refuses to start without it).
+# The MCP bridge runs stdio MCP servers under bubblewrap (apps/bridge), and code runs
+# (run_python) run under bubblewrap with a seccomp filter compiled by libseccomp: install
+# Debian's packages where we may, else say what is missing (neither runs without them).
 need_bubblewrap() {
-  if command -v bwrap >/dev/null 2>&1; then return 0; fi
+  if command -v bwrap >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q libseccomp.so.2; then return 0; fi
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "Installing Debian's bubblewrap (the isolation of stdio MCP servers)…"
+    echo "Installing Debian's bubblewrap and libseccomp2 (the isolation of stdio MCP servers and code runs)…"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bubblewrap; }
+    apt-get install -y -qq bubblewrap libseccomp2 >/dev/null 2>&1 \
+      || { apt-get update -qq && apt-get install -y -qq bubblewrap libseccomp2; }
     return 0
   fi
-  echo "bubblewrap (bwrap) is not installed: stdio MCP servers cannot run." >&2
-  echo "Install it (Debian: apt-get install bubblewrap)." >&2
+  echo "bubblewrap (bwrap) or libseccomp2 is not installed: stdio MCP servers and code runs cannot run." >&2
+  echo "Install them (Debian: apt-get install bubblewrap libseccomp2)." >&2
   return 1
 }
