@@ -26,6 +26,7 @@ from .config import (
 from .load import WRK_THREADS, Load, Timings
 
 if TYPE_CHECKING:
+    from .code_mode import InnerCallFigures, StartupFigures
     from .mcp import McpFigures
     from .stdio import StdioFigures
 
@@ -61,6 +62,7 @@ class Report:
     profile: list[str] = field(default_factory=list)
     mcp: McpFigures | None = None
     stdio: StdioFigures | None = None
+    code_mode: tuple[StartupFigures, InnerCallFigures] | None = None
 
 
 def machine_facts() -> list[str]:
@@ -90,11 +92,12 @@ def _verdict(ok: bool) -> str:
 
 
 def print_report(report: Report, *, only: str | None) -> None:
-    """Every figure of `report`; `only` names the one part run ("profile", "mcp", "stdio")."""
+    """Every figure of `report`; `only` names the one part run ("profile", "mcp", "stdio", "code")."""
     title = {
         "profile": "ToolHub profile: make profile",
         "mcp": "ToolHub benchmark: the MCP part of make bench",
         "stdio": "ToolHub benchmark: the stdio part of make bench",
+        "code": "ToolHub benchmark: the code mode part of make bench",
     }.get(only or "", "ToolHub benchmark: one run of make bench")
     out: list[str] = ["", "=" * 100, title, "=" * 100]
     out += [f"machine: {line}" for line in report.machine]
@@ -106,6 +109,9 @@ def print_report(report: Report, *, only: str | None) -> None:
         out += _mcp(report.mcp)
     if report.stdio is not None:
         out += report.stdio.lines()
+    if report.code_mode is not None:
+        for figures in report.code_mode:
+            out += figures.lines()
     if only in (None, "profile"):
         out += ["", "Where the time of one invoke goes (ms per call; SQL = statements, tx = transactions, "
                 "ping = connection health checks, cache = Redis round trips; counts per call):", ""]

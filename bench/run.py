@@ -4,6 +4,7 @@
     python -m bench.run --profile    only where the time of one invoke goes (make profile)
     python -m bench.run --mcp        only the MCP loads (6 below)
     python -m bench.run --stdio      only the stdio MCP server (7 below)
+    python -m bench.run --code       only code mode (8 below)
 
 Recreates its own database (BENCH_DATABASE_URL, whose name must contain "bench"), seeds
 the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
@@ -23,7 +24,9 @@ the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
 6. MCP (bench/mcp.py): ToolHub's /mcp calling a tool of the demo shipping MCP server vs that
    server called directly; ToolHub's own /mcp tools/call vs REST invoke of the same tool;
 7. stdio (bench/stdio.py): mcp-server-time called through the SDK's stdio client directly vs
-   through ToolHub (REST invoke → the MCP bridge → the same server under bubblewrap).
+   through ToolHub (REST invoke → the MCP bridge → the same server under bubblewrap);
+8. code mode (bench/code_mode.py): a run's start-up from the warm pool vs a cold sandbox; a
+   governed search_orders made by a run's code vs the same call made directly, in-process.
 
 Knobs: bench/config.py. Method and figures: docs/performance.md.
 """
@@ -41,7 +44,9 @@ from .load import gunicorn
 
 
 def main() -> None:
-    only = next((flag[2:] for flag in ("--profile", "--mcp", "--stdio") if flag in sys.argv[1:]), None)
+    only = next(
+        (flag[2:] for flag in ("--profile", "--mcp", "--stdio", "--code") if flag in sys.argv[1:]), None
+    )
     if LEDGER_LARGE <= LEDGER_SMALL:
         raise SystemExit(f"BENCH_LEDGER_ROWS must be more than {LEDGER_SMALL:,}.")
     started_at = load_average()
@@ -57,6 +62,7 @@ def main() -> None:
     from apps.demo_shop.seed import demo_seed
 
     from .calls import access_of
+    from .code_mode import measure_code_mode, measure_inner_calls
     from .in_process import profile
     from .mcp import measure_mcp, shipping_server
     from .over_http import measure_over_http
@@ -72,7 +78,7 @@ def main() -> None:
     if only in (None, "profile"):
         bench_seed()
     report = Report(load_average={"start": started_at}, machine=machine_facts())
-    if only != "profile":
+    if only not in ("profile", "code"):
         with gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server, \
                 shipping_server() as shipping_pid, mcp_bridge():
             if only is None:
@@ -82,6 +88,8 @@ def main() -> None:
             if only in (None, "stdio"):
                 seed_stdio()
                 report.stdio = measure_stdio(server, access)
+    if only in (None, "code"):
+        report.code_mode = (measure_code_mode(), measure_inner_calls())
     if only in (None, "profile"):
         report.profile = profile(access)
     report.load_average["end"] = load_average()
