@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from apps.audit.models import Invocation
+from apps.catalog.models import Tool
 from apps.common.catalog_generation import catalog_changed
 from apps.demo_shop.models import DemoOrder, DemoRefund
 from apps.ledger.models import LedgerEntry
-from apps.tenancy.models import Grant
+from apps.tenancy.models import Grant, Tenant, TenantPolicy
 
 pytestmark = pytest.mark.usefixtures("celery_worker")
 
@@ -120,3 +121,41 @@ def test_an_exception_in_the_code_quotes_the_users_code_only(demo):
     assert "ZeroDivisionError" in body["message"]
     assert 'File "<code>", line 2' in body["raw"]["traceback"]
     assert "apps/" not in json.dumps(body)
+
+
+def test_a_per_task_budget_counts_the_calls_of_code_too(demo):
+    TenantPolicy.objects.create(
+        tenant=Tenant.objects.get(slug="demo"), tool=Tool.objects.get(name="get_order"), task_call_budget=2
+    )
+    catalog_changed()
+    orders = DemoOrder.objects.filter(user_id="u-1001").order_by("order_id")
+    mine = orders.values_list("order_id", flat=True)[:3]
+    code = f"""
+kinds = []
+for order_id in {list(mine)!r}:
+    try:
+        tools.get_order(order_id=order_id)
+        kinds.append("ok")
+    except ToolCallError as error:
+        kinds.append(error.envelope["kind"])
+result = kinds
+"""
+    body = run(demo, code)
+
+    assert body["data"]["result"] == ["ok", "ok", "business_rule"]
+
+
+def test_the_same_call_repeated_by_code_is_a_loop(demo):
+    code = """
+kinds = []
+for _ in range(6):
+    try:
+        tools.search_orders(status="paid", start_date="2026-01-01", end_date="2026-01-31", limit=5)
+        kinds.append("ok")
+    except ToolCallError as error:
+        kinds.append(error.envelope["kind"])
+result = kinds
+"""
+    body = run(demo, code)
+
+    assert "loop_detected" in body["data"]["result"] and body["data"]["result"][0] == "ok"
