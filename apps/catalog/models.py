@@ -20,6 +20,7 @@ from apps.common.models import (
 )
 
 from .definitions import platform_settings_named, platform_settings_problems, validate_definition
+from .search_text import search_document
 
 tool_name_validator = RegexValidator(
     r"^[a-z][a-z0-9_]{0,63}$", "Use snake_case: lowercase letters, digits and '_', at most 64."
@@ -154,17 +155,13 @@ class ToolVersion(TimeStampedModel):
         "openWorldHint, title). Listed to MCP clients, except that the hints about side effects always "
         "follow side_effect.",
     )
-    strict = models.BooleanField(
-        default=True, help_text="Every property required and no extra properties."
-    )
+    strict = models.BooleanField(default=True, help_text="Every property required and no extra properties.")
     side_effect = models.CharField(max_length=12, choices=SideEffect.choices)
     # The kinds the gateway's executors declare (apps/common/executor_kinds.py): a callable, so
     # a new kind needs no migration.
     executor = models.CharField(max_length=32, choices=executor_kind_choices)
     executor_config = models.JSONField(default=dict, blank=True)
-    timeout_s = models.FloatField(
-        default=10.0, validators=[MinValueValidator(0.05), MaxValueValidator(600)]
-    )
+    timeout_s = models.FloatField(default=10.0, validators=[MinValueValidator(0.05), MaxValueValidator(600)])
     max_chars = models.PositiveIntegerField(
         default=8000, validators=[MinValueValidator(200)],
         help_text="Longer results are truncated with a summary.",
@@ -190,6 +187,8 @@ class ToolVersion(TimeStampedModel):
     )
     changelog = models.TextField(blank=True)
     published_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # What tool_search.py reads, derived by clean() (every save runs it); indexed on PostgreSQL.
+    search_document = models.TextField(blank=True, editable=False)
 
     class Meta:
         ordering = ["tool__name", "-number"]
@@ -228,6 +227,9 @@ class ToolVersion(TimeStampedModel):
             )
         ):
             errors.setdefault("executor_config", []).extend(problems)
+        named = self.tool.name if self.tool_id is not None or ToolVersion.tool.is_cached(self) else ""
+        self.search_document = search_document(name=named, description=self.description,
+                                               parameters=self.parameters)
         if errors:
             raise ValidationError(errors)
 

@@ -19,6 +19,7 @@ from apps.common.catalog_generation import catalog_changed
 
 from .lint import Finding
 from .models import DriftFinding, DriftKind, Tool, Toolset, ToolsetPhase, ToolVersion, VersionStatus
+from .search_text import search_document
 from .selectors import version_findings
 
 # What a curator writes in a draft; number, status and timestamps are the services' job.
@@ -217,8 +218,21 @@ def tool_save(*, tool: Tool, actor: str) -> Tool:
             tool, tenant_id=tool.tenant_id, actor=actor, action="tool.create" if creating else "tool.update",
             data={"name": tool.name},
         )
+        if not creating:
+            _refresh_search_documents(tool)
         catalog_changed()
     return tool
+
+
+def _refresh_search_documents(tool: Tool) -> None:
+    """A renamed tool is searched by its new name: its versions' search documents follow (they
+    are derived, not content, so a published version's may change)."""
+    for pk, description, parameters, stored in tool.versions.values_list(
+        "pk", "description", "parameters", "search_document"
+    ):
+        document = search_document(name=tool.name, description=description, parameters=parameters)
+        if document != stored:
+            ToolVersion.objects.filter(pk=pk).update(search_document=document)
 
 
 def tool_delete(*, tool: Tool, actor: str) -> None:
