@@ -171,7 +171,7 @@ def _insert_chunk(cursor, target: FillTarget, *, first: int, last: int, total: i
             INSERT INTO {ENTRIES} (
                 id, created_at, updated_at, key, task_id, call_id, subject, args_hash, arguments,
                 state, result, error, attempts, next_check_at, settled_at, triage_since,
-                claimed_at, run_async, tenant_id, agent_id, tool_id, version_id)
+                claimed_at, run_async, context, tenant_id, agent_id, tool_id, version_id)
             SELECT gen_random_uuid(), at, at + interval '40 ms',
                    %(tenant)s || '/t' || substr(h, 1, 20) || '/call_' || (n %% 4) || '/'
                        || %(tool)s || '/' || h || md5(h),
@@ -192,7 +192,7 @@ def _insert_chunk(cursor, target: FillTarget, *, first: int, last: int, total: i
                    CASE WHEN state = 'unknown' AND n %% 20000 <> 0 THEN at + interval '1 hour' END,
                    CASE WHEN state <> 'unknown' THEN at + interval '40 ms' END,
                    CASE WHEN state = 'unknown' AND n %% 20000 = 0 THEN at + interval '1 hour' END,
-                   at, false, %(tenant_id)s, %(agent_id)s, %(tool_id)s, %(version_id)s
+                   at, false, '{{}}'::jsonb, %(tenant_id)s, %(agent_id)s, %(tool_id)s, %(version_id)s
             FROM source
             RETURNING id, state, created_at
         )

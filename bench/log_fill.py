@@ -43,7 +43,9 @@ JOIN bench_targets AS t ON t.n = g %% %(targets)s
 """
 
 # Forty actions on ten target types, about as many as the code writes: the audit list's filters
-# offer each, walked value to value. Independent of the target (tenant): n mod 12.
+# offer each, walked value to value. Row g goes to target g mod targets and takes the action of
+# its turn among that target's rows, so every tenant gets every action and type whatever the
+# number of targets (a stride independent of it aliased with some counts and left gaps).
 AUDIT_ACTIONS = [
     f"{target}.{verb}"
     for target in ("tool", "tool_version", "toolset", "agent", "agent_key", "grant", "tenant_policy",
@@ -57,8 +59,8 @@ AUDIT_TARGET_TYPES = ["catalog.Tool", "catalog.ToolVersion", "catalog.Toolset", 
 FILL_AUDIT = f"""
 INSERT INTO audit_auditevent (tenant_id, actor, action, target_type, target_id, note, data, at)
 SELECT t.tenant_id, 'ops-' || (g %% 20),
-    (ARRAY{AUDIT_ACTIONS!r})[1 + (g / 12) %% {len(AUDIT_ACTIONS)}],
-    (ARRAY{AUDIT_TARGET_TYPES!r})[1 + (g / 7) %% {len(AUDIT_TARGET_TYPES)}],
+    (ARRAY{AUDIT_ACTIONS!r})[1 + (g / %(targets)s) %% {len(AUDIT_ACTIONS)}],
+    (ARRAY{AUDIT_TARGET_TYPES!r})[1 + (3 * (g / %(targets)s)) %% {len(AUDIT_TARGET_TYPES)}],
     (g %% 5000)::text, '', '{{"bench": true}}'::jsonb,
     now() - random() * %(days)s * interval '1 day'
 FROM generate_series(%(first)s, %(last)s) AS g

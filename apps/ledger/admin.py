@@ -356,6 +356,3 @@ class PendingApprovalAdmin(ObjectButtonsMixin, ApprovalAdminBase):
             messages.error(request, f"Nothing changed: {refused}")
         return redirect_to_change(self, obj)
 
-
-# Registered here, after the base it builds on: Django looks for admins in admin.py only.
-from . import admin_code_runs  # noqa: E402, F401

@@ -13,3 +13,8 @@ class LedgerConfig(AppConfig):
     name = "apps.ledger"
     label = "ledger"
     verbose_name = "Ledger"
+
+    def ready(self) -> None:
+        # Django's admin looks for admins in admin.py only; the code runs' admin builds on it
+        # from a module of its own, registered here.
+        from . import admin_code_runs  # noqa: F401

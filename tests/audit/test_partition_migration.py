@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from apps.audit.models import AuditEvent, Invocation
+from apps.audit.models import AuditEvent
 from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -76,17 +76,23 @@ def test_existing_rows_are_moved_into_partitions_of_their_time_and_back():
             "audit_auditevent_p20260309",
         ]
         assert [pk for pk, _ in rows("audit_auditevent")] == [pk for pk, _ in events_before]
-        new = Invocation.objects.create(
-            tenant=agent.tenant, agent=agent, task_id="t", call_id="new", tool_name="x", status="ok",
-            latency_ms=1,
-        )
-        assert new.pk > max(pk for pk, _ in invocations_before)
-        assert Invocation.objects.get(call_id="c3").created_at == days[3]
+        # The table as of 0004, not as the model is now (later migrations add columns).
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO audit_invocation (tenant_id, agent_id, task_id, call_id, tool_name, status, "
+                "kind, latency_ms, args_chars, result_chars, dry_run, envelope, created_at) "
+                "VALUES (%s, %s, 't', 'new', 'x', 'ok', '', 1, 0, 0, false, '{}', now()) RETURNING id",
+                [agent.tenant_id, agent.pk],
+            )
+            new_pk = cursor.fetchone()[0]
+            cursor.execute("SELECT created_at FROM audit_invocation WHERE call_id = 'c3'")
+            assert cursor.fetchone()[0] == days[3]
+        assert new_pk > max(pk for pk, _ in invocations_before)
 
         migrate(BEFORE)
 
         assert relkind("audit_invocation") == "r" and relkind("audit_auditevent") == "r"
-        assert [pk for pk, _ in rows("audit_invocation")] == [*(pk for pk, _ in invocations_before), new.pk]
+        assert [pk for pk, _ in rows("audit_invocation")] == [*(pk for pk, _ in invocations_before), new_pk]
         assert AuditEvent.objects.count() == 4
     finally:
         migrate()

@@ -111,7 +111,7 @@ def test_export_apply_to_an_empty_catalog_and_export_again_reads_the_same(capsys
     document = yaml.safe_load(exported)
     assert sorted(document["tools"]) == [
         "cancel_order", "get_order", "legacy_lookup", "list_order_refunds", "pickup_status",
-        "schedule_pickup", "search_orders", "track_shipment",
+        "run_python", "schedule_pickup", "search_orders", "track_shipment",
     ]
     assert "refund_payment" in document["toolsets"]["support"]["phases"]["resolve"]
     assert [(v["number"], v["status"]) for v in document["tools"]["get_order"]["versions"]] == [
