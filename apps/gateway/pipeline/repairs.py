@@ -17,6 +17,7 @@ from apps.gateway.text import pointer
 from .examples import Check, converted, field_example
 
 MAX_ALLOWED = 50
+MAX_COMPARED = 200
 _BOUND_KEYWORDS = {
     "minimum": ("minimum", "maximum"),
     "maximum": ("minimum", "maximum"),
@@ -31,7 +32,8 @@ _BOUND_KEYWORDS = {
 
 def closest_first(values: Sequence[Any], sent: Any) -> list[Any]:
     """The allowed values, the most similar to what was sent first (ties keep their order)."""
-    said = str(sent).strip().lower()
+    # Cut: a megabyte sent for an enum must not cost a megabyte-long comparison per value.
+    said = str(sent)[:MAX_COMPARED].strip().lower()
 
     def distance(value: Any) -> float:
         return -difflib.SequenceMatcher(None, said, str(value).lower()).ratio()
