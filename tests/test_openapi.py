@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from apps.common.errors import REPAIR_FIELDS
+
 CONTRACT = Path(__file__).resolve().parents[1] / "docs" / "contract.md"
 
 
@@ -55,3 +57,14 @@ def test_the_schema_and_the_contract_name_the_same_error_kinds_statuses_and_extr
     assert kinds == set(_contract_table("Error kinds, a fixed set:"))
     assert set(invoke["responses"]) <= set(_contract_table("HTTP statuses:"))
     assert {"suggestions", "available_in", "retry_after_s", "error_id", "poll", "cached"} <= set(envelope)
+
+
+@pytest.mark.django_db
+def test_the_schema_and_the_contract_name_the_same_fields_of_a_detail(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+
+    envelope = schema["components"]["schemas"]["Envelope"]["properties"]
+    detail = schema["components"]["schemas"][envelope["details"]["items"]["$ref"].rsplit("/", 1)[1]]
+    assert set(detail["properties"]) == {"path", "problem", *_contract_table("Fields of a detail:")}
+    assert set(detail["required"]) == {"path", "problem"}
+    assert set(REPAIR_FIELDS) == set(_contract_table("Fields of a detail:"))

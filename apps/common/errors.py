@@ -9,21 +9,37 @@ builder and the DRF exception handler turn them into JSON.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .request_context import current_request_id
 
+# The fields a detail may carry besides `path` and `problem`, in the order they are sent.
+REPAIR_FIELDS = (
+    "allowed", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
+    "format", "pattern", "expected_type", "missing", "unexpected", "default", "example",
+    "swap", "split",
+)
+
 
 @dataclass(frozen=True)
 class ErrorDetail:
-    """One problem at one place in the arguments (a JSON pointer such as `/end_date`)."""
+    """One problem at one place in the arguments (a JSON pointer such as `/end_date`).
+
+    `repair` holds the fix as data a program can apply without reading the hint (contract
+    §3): keys from REPAIR_FIELDS, each only when it applies.
+    """
 
     path: str
     problem: str
+    repair: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "problem": self.problem}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "problem": self.problem}
+        # Null means "leave it out" on the wire: a field that does not apply is not sent.
+        out.update((key, self.repair[key]) for key in REPAIR_FIELDS if self.repair.get(key) is not None)
+        return out
 
 
 class ToolHubError(Exception):

@@ -85,8 +85,40 @@ class BatchInputSerializer(_CommonInput):
 
 
 class ErrorDetailSerializer(serializers.Serializer):
+    """One problem at one place; the fields after `problem` say the fix as data (contract §3),
+    each present only when it applies: never null."""
+
     path = serializers.CharField(help_text="JSON pointer into the arguments.")
     problem = serializers.CharField()
+    allowed = serializers.ListField(
+        child=serializers.JSONField(), required=False,
+        help_text="The allowed values, the closest to the value sent first.",
+    )
+    minimum = serializers.FloatField(required=False, help_text="The least number allowed.")
+    maximum = serializers.FloatField(required=False, help_text="The greatest number allowed.")
+    minLength = serializers.IntegerField(required=False, help_text="The fewest characters allowed.")
+    maxLength = serializers.IntegerField(required=False, help_text="The most characters allowed.")
+    minItems = serializers.IntegerField(required=False, help_text="The fewest items allowed.")
+    maxItems = serializers.IntegerField(required=False, help_text="The most items allowed.")
+    format = serializers.CharField(required=False, help_text="The JSON Schema format the value must have.")
+    pattern = serializers.CharField(required=False, help_text="The regular expression the value must match.")
+    expected_type = serializers.JSONField(
+        required=False, help_text="The JSON Schema type expected, or a list of them."
+    )
+    missing = serializers.CharField(required=False, help_text="JSON pointer of a required field not sent.")
+    unexpected = serializers.CharField(required=False, help_text="JSON pointer of a field to leave out.")
+    default = serializers.JSONField(required=False, help_text="missing: the field's default.")
+    example = serializers.JSONField(
+        required=False, help_text="A value the field accepts, checked against its schema."
+    )
+    swap = serializers.ListField(
+        child=serializers.CharField(), min_length=2, max_length=2, required=False,
+        help_text="The JSON pointers of two fields whose values to exchange.",
+    )
+    split = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()), required=False,
+        help_text="Ranges to call one by one instead, each keyed by JSON pointer; at most 100.",
+    )
 
 
 class ToolPlaceSerializer(serializers.Serializer):

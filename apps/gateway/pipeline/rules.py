@@ -10,16 +10,12 @@ numeric limits take the smaller value, and hints may be replaced.
 
 from __future__ import annotations
 
-import calendar
-import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import date, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from apps.common.errors import BusinessRuleError, ErrorDetail, InvalidArgsError, UnavailableError
+from apps.common.errors import BusinessRuleError, ErrorDetail, UnavailableError
 from apps.gateway.contracts import (
     CallContext,
     CallState,
@@ -31,11 +27,11 @@ from apps.gateway.contracts import (
 )
 from apps.gateway.text import clip, pointer
 
+from .date_rules import date_rule_error
+
 BusinessRule = Callable[[Mapping[str, Any], CallContext, TaskHistory], None]
 
 NUMERIC_LIMITS = ("max_days", "max_calls")
-MAX_SPLIT_SHOWN = 6
-_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 _custom_rules: dict[str, BusinessRule] = {}
 
@@ -138,86 +134,9 @@ def state_readers_needed(version: VersionSpec, policy: PolicySpec) -> tuple[str,
 
 def check_argument_rules(arguments: Mapping[str, Any], version: VersionSpec, policy: PolicySpec) -> None:
     """Raises InvalidArgsError for a broken date order or a range longer than allowed."""
-    for rule in effective_rules(version, policy):
-        if rule.get("type") == "date_order":
-            _check_date_order(arguments, rule)
-        elif rule.get("type") == "max_span":
-            _check_max_span(arguments, rule, version)
-
-
-def _rule_dates(arguments: Mapping[str, Any], rule: Mapping[str, Any]) -> tuple[date, date] | None:
-    start = _parse_date(arguments.get(rule["start"]), rule["start"])
-    end = _parse_date(arguments.get(rule["end"]), rule["end"])
-    return (start, end) if start is not None and end is not None else None
-
-
-def _parse_date(value: Any, field: str) -> date | None:
-    """A YYYY-MM-DD date; None for other shapes (the schema judges those)."""
-    if not isinstance(value, str) or not (match := _ISO_DATE.match(value)):
-        return None
-    year, month, day = (int(part) for part in match.groups())
-    try:
-        return date(year, month, day)
-    except ValueError:
-        pass
-    if 1 <= month <= 12:
-        days = calendar.monthrange(year, month)[1]
-        hint = f"Use a real calendar date: {year}-{month:02d} has {days} days."
-    else:
-        hint = "Use a real calendar date as YYYY-MM-DD, with a month from 01 to 12."
-    raise InvalidArgsError(
-        f"{field} {clip(value)} is not a real date.",
-        hint=hint,
-        details=[ErrorDetail(path=pointer([field]), problem="not a calendar date")],
-    )
-
-
-def _check_date_order(arguments: Mapping[str, Any], rule: Mapping[str, Any]) -> None:
-    dates = _rule_dates(arguments, rule)
-    if dates is None or dates[1] >= dates[0]:
-        return
-    start_field, end_field = rule["start"], rule["end"]
-    start, end = dates
-    raise InvalidArgsError(
-        f"{end_field} ({end}) is before {start_field} ({start}).",
-        hint=rule.get("hint") or f"Swap {start_field} and {end_field} and call again.",
-        details=[ErrorDetail(path=pointer([end_field]), problem=f"is before {start_field} {start}")],
-    )
-
-
-def _check_max_span(arguments: Mapping[str, Any], rule: Mapping[str, Any], version: VersionSpec) -> None:
-    dates = _rule_dates(arguments, rule)
-    if dates is None:
-        return
-    start, end = dates
-    max_days = max(int(rule["max_days"]), 1)
-    # Both ends count: 2026-01-01..2026-01-31 covers 31 days.
-    days = (end - start).days + 1
-    if days <= max_days:
-        return
-    start_field, end_field = rule["start"], rule["end"]
-    count = math.ceil(days / max_days)
-    ranges = []
-    for index in range(min(count, MAX_SPLIT_SHOWN)):
-        first = start + timedelta(days=index * max_days)
-        ranges.append(f"{first}..{min(first + timedelta(days=max_days - 1), end)}")
-    listing = ", ".join(ranges) + (f", … ({count} ranges in all)" if count > MAX_SPLIT_SHOWN else "")
-    hint = (
-        f"{start_field}..{end_field} may cover at most {max_days} days. Split the range into "
-        f"{count} consecutive calls of at most {max_days} days each: {listing}."
-    )
-    if rule.get("hint"):
-        hint = f"{rule['hint']} {hint}"
-    problem = f"the range covers {days} days, more than {max_days}"
-    raise InvalidArgsError(
-        f"The range {start}..{end} covers {days} days; {version.tool_name} allows at most "
-        f"{max_days} days per call.",
-        hint=hint,
-        details=[
-            ErrorDetail(path=pointer([start_field]), problem=problem),
-            ErrorDetail(path=pointer([end_field]), problem=problem),
-        ],
-    )
+    error = date_rule_error(arguments, effective_rules(version, policy), version.tool_name)
+    if error is not None:
+        raise error
 
 
 def check_state_rules(

@@ -18,7 +18,9 @@ from jsonschema.protocols import Validator
 from apps.common.errors import ErrorDetail, InvalidArgsError, UnavailableError
 from apps.common.schemas.patterns import FORMAT_CHECKER, ToolSchemaValidator, schema_pattern_problems, search
 from apps.gateway.contracts import VersionSpec, thaw
+from apps.gateway.pipeline.examples import DATE_EXAMPLE, KNOWN_PATTERN_EXAMPLES
 from apps.gateway.pipeline.memo import RevisionMemo, revision_key
+from apps.gateway.pipeline.repairs import missing_repair, schema_repair
 from apps.gateway.text import clip, field_label, join_names, pointer, quote
 
 # Building a validator costs far more than using a built one: build once per revision.
@@ -28,13 +30,7 @@ MAX_HINT_PARTS = 8
 
 _validators: RevisionMemo[Validator] = RevisionMemo(VALIDATOR_CACHE_SIZE)
 
-_DATE_EXAMPLE = "2026-01-31"
-_PATTERN_EXAMPLES = {
-    r"^\d{4}-\d{2}-\d{2}$": _DATE_EXAMPLE,
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$": _DATE_EXAMPLE,
-    r"^\d{4}-\d{2}$": "2026-01",
-    r"^\d{2}:\d{2}$": "09:30",
-}
+_DATE_EXAMPLE = DATE_EXAMPLE
 _FORMAT_PHRASES = {
     "date": f"a real date as YYYY-MM-DD (e.g. {_DATE_EXAMPLE})",
     "date-time": "a date and time in ISO 8601 (e.g. 2026-01-31T09:30:00Z)",
@@ -112,13 +108,14 @@ def _built_validator(version: VersionSpec) -> Validator:
 def validate_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> None:
     """Raises InvalidArgsError listing every violation of the version's schema."""
     instance = arguments if isinstance(arguments, dict) else dict(arguments)
+    validator = compiled_validator(version)
     errors = sorted(
-        compiled_validator(version).iter_errors(instance),
+        validator.iter_errors(instance),
         key=lambda e: ([str(p) for p in e.absolute_path], str(e.validator)),
     )
     if not errors:
         return
-    explainer = _Explainer(bound=frozenset(version.context_bindings))
+    explainer = _Explainer(bound=frozenset(version.context_bindings), validator=validator)
     for error in errors:
         explainer.explain(error)
     details = explainer.details
@@ -143,30 +140,39 @@ def validate_arguments(arguments: Mapping[str, Any], version: VersionSpec) -> No
 class _Explainer:
     """Turns jsonschema errors into details (one per place) and hint parts (one per rule)."""
 
-    def __init__(self, *, bound: frozenset[str]) -> None:
+    def __init__(self, *, bound: frozenset[str], validator: Validator) -> None:
         self.bound = bound
+        self.validator = validator
         self.details: list[ErrorDetail] = []
         self.hints: list[str] = []
         self.labels: list[str] = []
         self._seen: set[tuple[str, str]] = set()
 
-    def add(self, path: Sequence[str | int], problem: str, hint: str) -> None:
+    def add(
+        self, path: Sequence[str | int], problem: str, hint: str, repair: Mapping[str, Any] | None = None
+    ) -> None:
         where = pointer(path)
         if (where, problem) not in self._seen:
             self._seen.add((where, problem))
-            self.details.append(ErrorDetail(path=where, problem=problem))
+            self.details.append(ErrorDetail(path=where, problem=problem, repair=repair or {}))
             self.labels.append(field_label(path))
         if hint not in self.hints:
             self.hints.append(hint)
 
+    def passes(self, schema: Mapping[str, Any], value: Any) -> bool:
+        """Whether `value` passes the subschema `schema` ($refs resolve against the whole)."""
+        return bool(self.validator.evolve(schema=schema).is_valid(value))
+
     def explain(self, error: ValidationError) -> None:
         path = list(error.absolute_path)
-        label = field_label(path)
         schema = error.schema if isinstance(error.schema, Mapping) else {}
         keyword = str(error.validator)
         value = error.validator_value
         # Errors from iter_errors always carry the instance checked (never jsonschema's unset).
         instance: Any = error.instance
+        label = field_label(path)
+        # The same fix as data, for a program that never reads the hint.
+        repair = schema_repair(keyword, schema, instance, value, self.passes)
         if keyword == "required":
             self._missing(path, schema, instance, value)
         elif keyword in ("additionalProperties", "unevaluatedProperties"):
@@ -177,61 +183,71 @@ class _Explainer:
                 path,
                 f"expected {expected}, got {_json_type(instance)}",
                 f"{label} must be {expected}{_type_tip(value, instance)}",
+                repair,
             )
         elif keyword == "enum":
             self.add(
                 path,
                 f"{quote(instance)} is not one of the allowed values",
                 f"{label} must be one of: {_values(value)}",
+                repair,
             )
         elif keyword == "const":
-            self.add(path, f"{quote(instance)} is not the allowed value", f"{label} must be {quote(value)}")
+            problem = f"{quote(instance)} is not the allowed value"
+            self.add(path, problem, f"{label} must be {quote(value)}", repair)
         elif keyword == "pattern":
             example = _example(schema)
             self.add(
                 path,
                 f"{quote(instance)} does not match {clip(str(value))}",
                 f"{label} must match {clip(str(value))}" + (f" (e.g. {example})" if example else ""),
+                repair,
             )
         elif keyword == "format":
             phrase = _FORMAT_PHRASES.get(str(value), f"a valid {value}")
-            self.add(path, f"{quote(instance)} is not a valid {value}", f"{label} must be {phrase}")
+            self.add(path, f"{quote(instance)} is not a valid {value}", f"{label} must be {phrase}", repair)
         elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            self.add(path, f"{quote(instance)} is out of range", f"{label} must be {_number_bounds(schema)}")
+            problem = f"{quote(instance)} is out of range"
+            self.add(path, problem, f"{label} must be {_number_bounds(schema)}", repair)
         elif keyword in ("minLength", "maxLength"):
             self.add(
                 path,
                 f"has {len(instance)} characters",
                 f"{label} must be {_bounds(schema, 'minLength', 'maxLength')} characters long",
+                repair,
             )
         elif keyword in ("minItems", "maxItems"):
             self.add(
                 path,
                 f"has {len(instance)} items",
                 f"{label} must have {_bounds(schema, 'minItems', 'maxItems')} items",
+                repair,
             )
         elif keyword in ("minProperties", "maxProperties"):
             self.add(
                 path,
                 f"has {len(instance)} fields",
                 f"{label} must have {_bounds(schema, 'minProperties', 'maxProperties')} fields",
+                repair,
             )
         elif keyword == "multipleOf":
             self.add(
                 path,
                 f"{quote(instance)} is not a multiple of {value}",
                 f"{label} must be a multiple of {value}",
+                repair,
             )
         elif keyword == "uniqueItems":
-            self.add(path, "has repeated items", f"{label} must not repeat items")
+            self.add(path, "has repeated items", f"{label} must not repeat items", repair)
         elif keyword in ("anyOf", "oneOf") and isinstance(value, list):
             options = " or ".join(_describe(option) for option in value[:6])
             self.add(
-                path, f"{quote(instance)} matches none of the allowed forms", f"{label} must be {options}"
+                path, f"{quote(instance)} matches none of the allowed forms", f"{label} must be {options}",
+                repair,
             )
         else:
             problem = clip(error.message, 160)
-            self.add(path, problem, f"fix {label}: {problem}")
+            self.add(path, problem, f"fix {label}: {problem}", repair)
 
     def _missing(
         self, path: list[str | int], schema: Mapping[str, Any], instance: Any, required: Any
@@ -244,7 +260,9 @@ class _Explainer:
         where = f" to {field_label(path)}" if path else ""
         hint = f"add the missing fields{where}: {'; '.join(described)}"
         for name in missing:
-            self.add([*path, name], "required field is missing", hint)
+            field = [*path, name]
+            repair = missing_repair(field, properties.get(name), self.passes)
+            self.add(field, "required field is missing", hint, repair)
 
     def _unknown(self, path: list[str | int], schema: Mapping[str, Any], instance: Any) -> None:
         if not isinstance(instance, Mapping):
@@ -264,7 +282,7 @@ class _Explainer:
         hint = f"remove unknown fields{where}: {join_names(named)}"
         hint += f"; allowed fields: {join_names(allowed, limit=30)}" if allowed else ""
         for key in unknown:
-            self.add([*path, key], "unknown field", hint)
+            self.add([*path, key], "unknown field", hint, {"unexpected": pointer([*path, key])})
 
 
 def _json_type(value: Any) -> str:
@@ -301,7 +319,7 @@ def _example(schema: Mapping[str, Any]) -> str:
     examples = schema.get("examples")
     if isinstance(examples, list) and examples:
         return clip(str(examples[0]), 40)
-    return _PATTERN_EXAMPLES.get(str(schema.get("pattern", "")), "")
+    return KNOWN_PATTERN_EXAMPLES.get(str(schema.get("pattern", "")), "")
 
 
 def _bounds(schema: Mapping[str, Any], low_key: str, high_key: str) -> str:
