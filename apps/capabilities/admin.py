@@ -19,7 +19,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from apps.catalog.models import Tool
 from apps.common.admin import (
@@ -31,6 +32,7 @@ from apps.common.admin import (
 )
 
 from .models import CapabilityRequest, CapabilityStatus
+from .selectors import tools_opened_for
 from .services import capability_request_set_status
 
 
@@ -57,6 +59,9 @@ class FulfilForm(forms.Form):
         )
 
 
+OPENINGS_SHOWN = 20
+
+
 class DeclineForm(forms.Form):
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -81,6 +86,7 @@ class CapabilityRequestAdmin(TenantScopedAdmin):
         "status",
         "fulfilled_by",
         "decline_reason",
+        "tools_opened",
         "recent_samples",
     )
     readonly_fields = fields
@@ -101,6 +107,23 @@ class CapabilityRequestAdmin(TenantScopedAdmin):
         if obj.status == CapabilityStatus.DECLINED:
             return f"declined: {obj.decline_reason}"
         return obj.status
+
+    @admin.display(description="tools opened to tasks")
+    def tools_opened(self, obj: CapabilityRequest) -> str:
+        """What request_capability opened for this need: each granted tool, to which task,
+        from where (the newest first, at most OPENINGS_SHOWN)."""
+        openings = tools_opened_for(tenant_id=obj.tenant_id, capability=obj.name)[:OPENINGS_SHOWN]
+        if not openings:
+            return "none: no granted tool matched, or none could be opened"
+        return format_html_join(
+            mark_safe("<br>"),
+            "{} to task {} (agent {}, asked in {}) on {}",
+            (
+                (o.tool.name, o.task_id, o.agent.name, f"{o.toolset}/{o.phase}".strip("/") or "no toolset",
+                 o.created_at.strftime("%Y-%m-%d %H:%M"))
+                for o in openings
+            ),
+        )
 
     @admin.display(description="samples (newest first)")
     def recent_samples(self, obj: CapabilityRequest) -> str:

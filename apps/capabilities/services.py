@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from apps.audit.services import audit_record
 from apps.catalog.models import Tool
+from apps.common.capability_names import capability_name
 
 from .models import CapabilityReason, CapabilityRequest, CapabilityStatus
 from .selectors import tenant_id_for_slug
@@ -29,23 +30,11 @@ from .selectors import tenant_id_for_slug
 logger = logging.getLogger("toolhub.capabilities")
 
 MAX_SAMPLES = 5
-MAX_NAME_CHARS = 100
 MAX_SAMPLE_TEXT = 500
 
 SOURCE_REQUEST = "request_capability"
 SOURCE_UNKNOWN = "unknown_tool"
 SOURCE_OUTSIDE = "outside_toolset"
-
-
-def capability_name(text: str) -> str:
-    """The grouping key of a capability: snake_case words, e.g. "Export CSV" → "export_csv".
-
-    camelCase is split and every run of other characters becomes one underscore, so
-    `exportOrdersCsv`, "export orders CSV" and `export_orders_csv` count as one.
-    """
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text.strip())
-    name = re.sub(r"[^a-z0-9]+", "_", spaced.lower()).strip("_")
-    return name[:MAX_NAME_CHARS].rstrip("_") or "unnamed"
 
 
 def _clipped(value: Any) -> Any:
@@ -138,8 +127,10 @@ def capability_requested(
     capability: str,
     reason: str,
     example_arguments: str | None,
+    opened: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Record a `request_capability` call (the built-in tool's executor hands it over).
+    """Record a `request_capability` call (the built-in tool's executor hands it over), with
+    the granted tools it opened to the task (`opened`), which the admin shows on the request.
 
     Writes the tenant's CapabilityRequest row (capability_request_record); returns the
     tool's result: what was recorded and what to tell the user, from the operators' answer.
@@ -154,6 +145,7 @@ def capability_requested(
             "example_arguments": example_arguments,
             "task_id": task_id,
             "call_id": call_id,
+            **({"opened": list(opened)} if opened else {}),
         },
     )
     return {

@@ -51,7 +51,7 @@ class ToolsetPhaseForm(forms.ModelForm):
 class ToolsetPhaseInline(admin.TabularInline):
     model = ToolsetPhase
     form = ToolsetPhaseForm
-    fields = ("name", "tools")
+    fields = ("name", "tools", "gates")
     extra = 0
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:

@@ -8,6 +8,7 @@ So the capabilities app registers its recorder here when Django starts
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,8 +43,10 @@ class CapabilityRequested(Protocol):
         capability: str,
         reason: str,
         example_arguments: str | None,
+        opened: Sequence[str],
     ) -> dict[str, Any]:
-        """Count a `request_capability` call; returns the tool's result for the model."""
+        """Count a `request_capability` call, with the tools it opened to the task; returns the
+        tool's result for the model."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ class AgentCatalog:
     # toolset → phase ("" for the whole toolset) → tool names
     toolsets: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
     policies: dict[int | None, PolicySpec] = field(default_factory=dict)
+    # toolset → the tools of its gating phases: request_capability never opens them there.
+    gated: dict[str, frozenset[str]] = field(default_factory=dict)
     # visible() by (toolset, phase): code-run versions are derived from the tools beside them.
     _visible: dict[tuple[str, str], dict[str, VersionSpec]] = field(default_factory=dict, repr=False)
 

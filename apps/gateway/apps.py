@@ -23,6 +23,9 @@ class GatewayConfig(AppConfig):
 
         discover()
 
+        # request_capability's executor: a python callable, registered when its module is imported.
+        from . import capability_search  # noqa: F401
+
         # A code run's tool calls go through the invoke layer, which executors may not import.
         from .code_runs import run_calls
         from .executors.sandbox.hooks import register_run_calls

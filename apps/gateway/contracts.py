@@ -142,6 +142,9 @@ class PolicySpec:
     daily_quota_per_subject: int | None = None
     requires_approval: bool = False
     rule_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _frozen({}))
+    # request_capability may open the tool (a tenant-wide policy: any tool) to a task asking.
+    open_on_request: bool = True
+    max_opened_per_task: int | None = None
 
     @classmethod
     def merged(cls, *policies: TenantPolicy | None) -> PolicySpec:
@@ -151,11 +154,14 @@ class PolicySpec:
         for policy in policies:
             if policy is None:
                 continue
-            for name in ("rate_limit_per_minute", "task_call_budget", "daily_quota_per_subject"):
+            for name in ("rate_limit_per_minute", "task_call_budget", "daily_quota_per_subject",
+                         "max_opened_per_task"):
                 if getattr(policy, name) is not None:
                     values[name] = getattr(policy, name)
             if policy.requires_approval:
                 values["requires_approval"] = True
+            if not policy.open_on_request:
+                values["open_on_request"] = False
             overrides.update(policy.rule_overrides or {})
         return cls(**values, rule_overrides=_frozen(overrides))
 

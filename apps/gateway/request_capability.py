@@ -2,20 +2,18 @@
 
 A model that lacks a tool should say so instead of inventing one or giving up silently
 (principle 16). It is not a catalog row: the gateway's catalog adds this spec for every
-agent, and its python executor hands the request to the capability recorder
-(apps/common/capability_hooks.py), which the capabilities app registers.
+agent. Its python executor (capability_search.py) looks for what was asked among the tools
+the agent is granted, opens the matches it may to the task, and hands the request to the
+capability recorder (apps/common/capability_hooks.py), which the capabilities app registers.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any
 
 from apps.common.builtin_tools import REQUEST_CAPABILITY
-from apps.common.capability_hooks import capability_recorder
 
 from .contracts import VersionSpec
-from .executors.base import ExecutionRequest, tool_callable
 
 REQUEST_CAPABILITY_CALLABLE = "toolhub.request_capability"
 
@@ -55,10 +53,11 @@ REQUEST_CAPABILITY_SPEC = VersionSpec(
     number=1,
     status="published",
     description=(
-        "Tell the operators about a capability you need that none of your tools provides (or a "
-        "tool you tried that is not available here). Use it instead of guessing or inventing a "
-        "tool, then tell the user this cannot be done yet. It changes nothing else; call it once "
-        "per missing capability."
+        "Ask for a capability you need that none of your tools here provides (or a tool you tried "
+        "that is not available here). Use it instead of guessing or inventing a tool. If a tool "
+        "you are granted elsewhere does it, it is opened to this task and listed in matches with "
+        "its parameters: call it next. Otherwise the operators are told; tell the user this cannot "
+        "be done yet. Call it once per missing capability."
     ),
     parameters=MappingProxyType(_PARAMETERS),
     strict=True,
@@ -67,7 +66,8 @@ REQUEST_CAPABILITY_SPEC = VersionSpec(
     executor="python",
     executor_config=MappingProxyType({"callable": REQUEST_CAPABILITY_CALLABLE}),
     timeout_s=5.0,
-    max_chars=2000,
+    # Up to three matches, each opened one with its parameters.
+    max_chars=6000,
     mode="sync",
     normalizers=MappingProxyType({"capability": ("trim", "lower"), "reason": ("trim",)}),
     context_bindings=MappingProxyType({}),
@@ -75,18 +75,5 @@ REQUEST_CAPABILITY_SPEC = VersionSpec(
     approval=MappingProxyType({}),
     empty_meaning="",
     loop_limit=3,
-    revision="builtin:request_capability:1",
+    revision="builtin:request_capability:2",
 )
-
-
-@tool_callable(REQUEST_CAPABILITY_CALLABLE)
-def request_capability(request: ExecutionRequest) -> dict[str, Any]:
-    arguments = request.arguments
-    return capability_recorder().capability_requested(
-        tenant_slug=request.tenant_slug,
-        task_id=request.task_id,
-        call_id=request.call_id,
-        capability=arguments["capability"],
-        reason=arguments["reason"],
-        example_arguments=arguments.get("example_arguments"),
-    )

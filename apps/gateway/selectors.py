@@ -16,7 +16,9 @@ from apps.catalog.selectors import tools_suspended_by_drift
 from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ForbiddenError, UnavailableError
+from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.models import Grant, TenantPolicy
+from apps.tenancy.selectors import task_tool_ids_opened
 
 from .agent_catalogs import AgentCatalog
 from .contracts import PolicySpec, VersionSpec
@@ -92,13 +94,18 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
     # an error or a hint may name.
     seen = {tool.pk for tool in tools}
     toolsets: dict[str, dict[str, frozenset[str]]] = {}
+    gated: dict[str, frozenset[str]] = {}
     for toolset in Toolset.objects.filter(
         Q(tenant__isnull=True) | Q(tenant_id=tenant_id)
     ).prefetch_related("tools", "phases__tools"):
         phases = {"": frozenset(t.name for t in toolset.tools.all() if t.pk in seen)}
+        gates: set[str] = set()
         for phase in toolset.phases.all():
             phases[phase.name] = frozenset(t.name for t in phase.tools.all() if t.pk in seen)
+            if phase.gates:
+                gates |= phases[phase.name]
         toolsets[toolset.name] = phases
+        gated[toolset.name] = frozenset(gates)
 
     all_policies = list(TenantPolicy.objects.for_tenant(tenant_id))
     tenant_wide = next((p for p in all_policies if p.tool_id is None), None)
@@ -106,7 +113,9 @@ def _load_agent_catalog(*, tenant_id: int, agent_id: int) -> AgentCatalog:
     for policy in all_policies:
         if policy.tool_id is not None:
             policies[policy.tool_id] = PolicySpec.merged(tenant_wide, policy)
-    return AgentCatalog(callable=callable_, refused=refused, toolsets=toolsets, policies=policies)
+    return AgentCatalog(
+        callable=callable_, refused=refused, toolsets=toolsets, policies=policies, gated=gated
+    )
 
 
 def _unavailable(tool: Tool, version: ToolVersion | None) -> UnavailableError:
@@ -158,3 +167,14 @@ def mcp_uses(*, limit: int) -> list[McpUse]:
     return [
         McpUse(tenant_id=tenant, owner_id=owner, upstream=str(name)) for tenant, owner, name in rows[:limit]
     ]
+
+
+def opened_to_task(
+    catalog: AgentCatalog, *, principal: AgentPrincipal, task_id: str, name: str
+) -> frozenset[str]:
+    """{name} when request_capability opened that tool of the agent's to this task, else empty."""
+    spec = catalog.callable.get(name)
+    if spec is None or not spec.tool_id:
+        return frozenset()
+    opened = task_tool_ids_opened(tenant_id=principal.tenant_id, agent_id=principal.agent_id, task_id=task_id)
+    return frozenset({name}) if spec.tool_id in opened else frozenset()

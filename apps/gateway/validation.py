@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from apps.common.errors import ToolHubError
+from apps.common.errors import ToolHubError, UnknownToolError
 from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.sessions import SessionClaims
 
@@ -21,7 +21,7 @@ from . import counters, metrics
 from .contracts import CallContext, CallState, InvokeOptions, PreparedCall, ToolCall
 from .pipeline.rules import history_needed
 from .pipeline.validate import admit_call, validate_call
-from .selectors import agent_catalog
+from .selectors import agent_catalog, opened_to_task
 from .state import read_call_state
 
 
@@ -51,9 +51,20 @@ def prepare_call(
         now=now,
         session=session,
     )
-    prepared = validate_call(
-        catalog=catalog, call=call, context=context, toolset=options.toolset, phase=options.phase
-    )
+    try:
+        prepared = validate_call(
+            catalog=catalog, call=call, context=context, toolset=options.toolset, phase=options.phase
+        )
+    except UnknownToolError:
+        # Not offered here: request_capability may have opened it to this task. Read only
+        # now, so a call of a tool in its place pays nothing for openings.
+        opened = opened_to_task(catalog, principal=principal, task_id=options.task_id, name=call.name)
+        if not opened:
+            raise
+        prepared = validate_call(
+            catalog=catalog, call=call, context=context, toolset=options.toolset, phase=options.phase,
+            opened=opened,
+        )
     version = prepared.version
     needs = history_needed(version, prepared.policy)
     sighting = counters.see_call(

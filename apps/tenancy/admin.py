@@ -247,7 +247,7 @@ class TenantPolicyAdmin(TenantScopedAdmin):
     list_filter = (("tenant", admin.RelatedOnlyFieldListFilter), "requires_approval")
     search_fields = ("tenant__slug", "tool__name")
     fields = ("tenant", "tool", "rate_limit_per_minute", "task_call_budget", "daily_quota_per_subject",
-              "requires_approval", "rule_overrides")
+              "requires_approval", "rule_overrides", "open_on_request", "max_opened_per_task")
 
     @admin.display(description="tool", ordering="tool__name")
     def tool_or_all(self, obj: TenantPolicy) -> str:

@@ -171,6 +171,15 @@ class TenantPolicy(TenantOwnedModel):
         help_text='Per rule type, parameters that replace the version\'s, e.g. '
         '{"max_span": {"max_days": 31}}.',
     )
+    open_on_request = models.BooleanField(
+        default=True,
+        help_text="request_capability may open granted tools of other toolsets and phases to the task "
+        "that asks (this tool, or every tool for a tenant-wide policy). Off: it only records the request.",
+    )
+    max_opened_per_task = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="At most this many tools opened by request_capability in one task (tenant-wide policy).",
+    )
 
     class Meta:
         verbose_name_plural = "tenant policies"
@@ -220,3 +229,28 @@ class StaffScope(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.tenant.slug}"
+
+
+class TaskToolOpening(TenantOwnedModel):
+    """A granted tool that `request_capability` opened to one task of one agent: the task may
+    call it outside the toolset and phase that offer it, for the rest of the task."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    task_id = models.CharField(max_length=200)
+    tool = models.ForeignKey("catalog.Tool", on_delete=models.CASCADE, related_name="+")
+    capability = models.CharField(max_length=200, help_text="What the agent asked for, normalized.")
+    toolset = models.CharField(max_length=64, blank=True, help_text="Where the task was when it asked.")
+    phase = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "agent", "task_id", "tool"], name="opening_unique_per_task"
+            )
+        ]
+        indexes = [models.Index(fields=["tenant", "capability"], name="opening_capability")]
+
+    def __str__(self) -> str:
+        return f"{self.tool.name} opened to task {self.task_id}"

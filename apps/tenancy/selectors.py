@@ -6,7 +6,7 @@ from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db.models import Q, QuerySet
 
 from .keys import split_key
-from .models import Agent, AgentKey, Grant, StaffScope, Tenant
+from .models import Agent, AgentKey, Grant, StaffScope, TaskToolOpening, Tenant
 
 
 def tenant_by_slug(*, slug: str) -> Tenant | None:
@@ -59,3 +59,12 @@ def active_agent(*, tenant_id: int, agent_id: int) -> Agent | None:
     """The tenant's agent, with its tenant; None when it is gone or deactivated."""
     agents = Agent.objects.for_tenant(tenant_id).select_related("tenant")
     return agents.filter(pk=agent_id, active=True).first()
+
+
+def task_tool_ids_opened(*, tenant_id: int, agent_id: int, task_id: str) -> set[int]:
+    """The tools request_capability opened to this task of this agent."""
+    return set(
+        TaskToolOpening.objects.for_tenant(tenant_id)
+        .filter(agent_id=agent_id, task_id=task_id)
+        .values_list("tool_id", flat=True)
+    )

@@ -18,7 +18,7 @@ from apps.audit.services import audit_record, audited_save
 from apps.common.catalog_generation import catalog_changed
 
 from .keys import digest_of, generate_key, split_key
-from .models import Agent, AgentKey, Grant, StaffScope, Tenant, TenantPolicy
+from .models import Agent, AgentKey, Grant, StaffScope, TaskToolOpening, Tenant, TenantPolicy
 from .sessions import SessionClaims, sign_session
 
 # How long "this prefix is not usable" is remembered; matches the positive cache lifetime
@@ -155,6 +155,8 @@ def _policy_data(policy: TenantPolicy) -> dict[str, Any]:
         "daily_quota_per_subject": policy.daily_quota_per_subject,
         "requires_approval": policy.requires_approval,
         "rule_overrides": policy.rule_overrides,
+        "open_on_request": policy.open_on_request,
+        "max_opened_per_task": policy.max_opened_per_task,
     }
 
 
@@ -263,3 +265,45 @@ def staff_user_scope(*, user: User, tenant_id: int, actor: str) -> StaffScope:
             data={"username": user.get_username()},
         )
     return scope
+
+
+@dataclass(frozen=True)
+class ToolOpening:
+    """A granted tool request_capability opens to the task asking, and why."""
+
+    tenant_id: int
+    agent_id: int
+    task_id: str
+    tool_id: int
+    capability: str
+    toolset: str = ""
+    phase: str = ""
+
+
+def task_tools_open(*, openings: Iterable[ToolOpening], actor: str) -> list[int]:
+    """Open tools to their tasks, each once, each with an audit event; returns the ids of the
+    tools opened now (one already open to the task is left as it is)."""
+    opened: list[int] = []
+    for opening in openings:
+        with transaction.atomic():
+            row, created = TaskToolOpening.objects.get_or_create(
+                tenant_id=opening.tenant_id,
+                agent_id=opening.agent_id,
+                task_id=opening.task_id,
+                tool_id=opening.tool_id,
+                defaults={
+                    "capability": opening.capability, "toolset": opening.toolset, "phase": opening.phase
+                },
+            )
+            if created:
+                audit_record(
+                    actor=actor,
+                    action="task.tool_opened",
+                    target=row,
+                    tenant_id=opening.tenant_id,
+                    note=f"request_capability: {opening.capability}",
+                    data={"task_id": opening.task_id, "tool_id": opening.tool_id,
+                          "toolset": opening.toolset, "phase": opening.phase},
+                )
+                opened.append(opening.tool_id)
+    return opened

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
 from django.db import connection
+from django.utils import timezone
 
 from apps.audit.models import AuditEvent
 from apps.capabilities.models import CapabilityRequest
-from apps.capabilities.services import capability_name, capability_request_set_status
+from apps.capabilities.services import capability_request_set_status
 from apps.catalog.models import Tool
+from apps.common.capability_names import capability_name
 from apps.tenancy.services import agent_key_issue
 from tests.factories import AgentFactory, TenantFactory
 from tests.gateway.conftest import invoke
@@ -25,9 +29,14 @@ def request_capability(api, capability, reason="The user asked for it.", example
 @pytest.mark.parametrize(
     ("text", "name"),
     [
-        ("Export orders as CSV", "export_orders_as_csv"),
-        ("exportOrdersAsCsv", "export_orders_as_csv"),
-        ("  export_orders-as.CSV!! ", "export_orders_as_csv"),
+        ("Export orders as CSV", "export_order_csv"),
+        ("exportOrdersAsCsv", "export_order_csv"),
+        ("  export_orders-as.CSV!! ", "export_order_csv"),
+        ("export_orders_csv", "export_order_csv"),
+        ("an export of all the orders in CSV", "export_order_csv"),
+        ("check the order status", "check_order_status"),
+        ("list deliveries", "list_delivery"),
+        ("导出订单 CSV", "导出订单_csv"),
         ("???", "unnamed"),
     ],
 )
@@ -47,7 +56,7 @@ def test_an_unknown_tool_is_recorded_with_a_sample_and_counted(api, agent, demo_
     row = CapabilityRequest.objects.get()
     assert (row.tenant_id, row.name, row.count, row.status) == (
         agent.tenant_id,
-        "export_orders_csv",
+        "export_order_csv",
         2,
         "open",
     )
@@ -122,7 +131,7 @@ def test_request_capability_records_the_need_and_says_what_to_tell_the_user(api,
     body = response.json()
     assert (body["status"], body["tool"]) == ("ok", "request_capability")
     assert body["data"]["recorded"] == {
-        "capability": "export_orders_as_csv",
+        "capability": "export_order_csv",
         "status": "open",
         "times_requested": 1,
     }
@@ -167,7 +176,7 @@ def test_request_capability_arguments_are_validated_like_any_tool(api):
 def open_request(agent):
     row = CapabilityRequest.objects.create(
         tenant=agent.tenant,
-        name="export_orders_csv",
+        name="export_order_csv",
         count=3,
         first_seen="2026-01-01T00:00:00Z",
         last_seen="2026-01-02T00:00:00Z",
@@ -223,3 +232,21 @@ def test_an_answer_missing_its_tool_or_reason_is_refused(open_request):
     open_request.refresh_from_db()
     assert open_request.status == "open"
     assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_requests_recorded_under_spellings_of_one_need_are_merged_by_the_migration():
+    merge = importlib.import_module("apps.capabilities.migrations.0005_group_near_duplicates")
+    tenant = TenantFactory()
+    now = timezone.now()
+    for name, count, status in (("export_orders_csv", 3, "planned"), ("export_orders_as_csv", 1, "open")):
+        CapabilityRequest.objects.create(
+            tenant=tenant, name=name, count=count, status=status, first_seen=now, last_seen=now,
+            samples=[{"at": now.isoformat(), "capability": name}],
+        )
+
+    merge.merge_near_duplicates(django_apps, None)
+
+    merged = CapabilityRequest.objects.get(tenant=tenant)
+    assert (merged.name, merged.count, merged.status) == ("export_order_csv", 4, "planned")
+    assert len(merged.samples) == 2

@@ -45,7 +45,7 @@ def test_the_scenarios_leave_every_state_the_operator_pages_show(demo, live_serv
     assert requests == {
         ("issue_voucher", CapabilityReason.UNKNOWN): 1,
         ("refund_payment", CapabilityReason.NOT_IN_PHASE): 1,
-        ("export_orders_as_csv", CapabilityReason.UNKNOWN): 1,
+        ("export_order_csv", CapabilityReason.UNKNOWN): 1,
     }
     # and no fault is left armed
     assert not PaymentsFault.objects.filter(used_at__isnull=True).exists()

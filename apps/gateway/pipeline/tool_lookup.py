@@ -9,17 +9,28 @@ from apps.gateway.contracts import VersionSpec
 from .unknown_tool import unknown_tool_error
 
 
-def resolve_tool(*, catalog: AgentCatalog, name: str, toolset: str | None, phase: str | None) -> VersionSpec:
+def resolve_tool(
+    *,
+    catalog: AgentCatalog,
+    name: str,
+    toolset: str | None,
+    phase: str | None,
+    opened: frozenset[str] = frozenset(),
+) -> VersionSpec:
     """The version the agent calls under `name` now; raises the error the model should see.
 
-    InvalidArgsError for an unknown toolset or phase, ForbiddenError (not granted) or
-    UnavailableError (deprecated, retired) for a tool the tenant has, UnknownToolError else.
+    A tool of another toolset or phase that request_capability opened to the task (`opened`)
+    is callable here too. InvalidArgsError for an unknown toolset or phase, ForbiddenError
+    (not granted) or UnavailableError (deprecated, retired) for a tool the tenant has,
+    UnknownToolError else.
     """
     check_toolset(catalog, toolset, phase)
     visible = catalog.visible(toolset, phase)
     spec = visible.get(name)
     if spec is not None:
         return spec
+    if name in opened and name in catalog.callable:
+        return catalog.visible(None, None)[name]
     if name not in catalog.callable and name in catalog.refused:
         raise catalog.refused[name]
     raise unknown_tool_error(

@@ -30,10 +30,17 @@ from .tool_lookup import resolve_tool
 
 
 def validate_call(
-    *, catalog: AgentCatalog, call: ToolCall, context: CallContext, toolset: str | None, phase: str | None
+    *,
+    catalog: AgentCatalog,
+    call: ToolCall,
+    context: CallContext,
+    toolset: str | None,
+    phase: str | None,
+    opened: frozenset[str] = frozenset(),
 ) -> PreparedCall:
-    """Every check that needs nothing but the call, its tool version and the session."""
-    version = resolve_tool(catalog=catalog, name=call.name, toolset=toolset, phase=phase)
+    """Every check that needs nothing but the call, its tool version and the session (and
+    the tools request_capability opened to the task, `opened`)."""
+    version = resolve_tool(catalog=catalog, name=call.name, toolset=toolset, phase=phase, opened=opened)
     policy = catalog.policy_for(version.tool_id)
     # Strict exports let models send null for optional fields: null there means "not given".
     arguments = strip_optional_nulls(parse_arguments(call.arguments), version.parameters)
