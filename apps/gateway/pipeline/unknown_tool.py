@@ -94,8 +94,8 @@ def unknown_tool_error(
         hint = (
             f"{clip(name, 64)} is available in {' or '.join(str(p) for p in elsewhere[:MAX_SUGGESTIONS])}; "
             f"it cannot be called here. Call it once the task has reached that step "
-            f"({move}).{here} If this step needs it, call {REQUEST_CAPABILITY} to tell the "
-            "operators, and tell the user you cannot do it yet."
+            f"({move}).{here} If this step needs it, call {REQUEST_CAPABILITY}: it opens the tool to "
+            "this task when it may be opened here, and says why not otherwise."
         )
     elif suggestions:
         hint = f"Use one of the closest available tools: {join_names(suggestions)}. {way_out}"
