@@ -23,6 +23,7 @@ import yaml
 
 from tests.ops.conftest import wait_until
 from tests.ops.make_run import RunningDemo, kill_make_run, start_make_run
+from tests.repair_client import apply_repair
 
 pytestmark = pytest.mark.slow
 
@@ -191,3 +192,35 @@ def test_make_run_logs_one_plain_line_per_record_and_no_idle_chatter(demo):
     lines = logs.splitlines()
     assert [line for line in lines if not PLAIN_LINE.match(line)] == []
     assert [line for line in lines if any(chatter in line for chatter in IDLE_CHATTER)] == []
+
+
+def test_on_sqlite_a_tool_is_opened_on_request_a_refused_call_is_repaired_and_code_runs(demo):
+    # Given make run's SQLite database and filesystem broker, and an end user's session
+    with _agent(demo) as agent:
+        token = agent.post("/api/v1/sessions", json={"subject": "u-1001"}).json()["token"]
+
+        def invoke(call_id: str, name: str, arguments: dict, phase: str = "lookup") -> dict:
+            body = {"task_id": "t-sqlite", "toolset": "support", "phase": phase,
+                    "call": {"id": call_id, "name": name, "arguments": arguments}}
+            return agent.post("/api/v1/invoke", headers={"X-ToolHub-Session": token}, json=body).json()
+
+        # When the model asks for a tool phase lookup prunes, with the simple match SQLite has
+        asked = invoke("c1", "request_capability", {
+            "capability": "cancel an order", "reason": "The user wants to cancel an order.",
+            "example_arguments": None,
+        })
+        # and repairs a refused search from the details alone
+        arguments = {"status": "not cancelled", "start_date": "2026-01-01", "end_date": "2026-01-31",
+                     "limit": 500}
+        refused = invoke("c2", "search_orders", arguments)
+        repaired = invoke("c3", "search_orders", apply_repair(arguments, refused))
+        # and runs code in the sandbox, on make run's worker
+        code = 'result = len(tools.search_orders(status="paid", start_date="2026-01-01", ' \
+               'end_date="2026-01-31", limit=100))'
+        ran = invoke("c4", "run_python", {"code": code}, phase="resolve")
+
+    # Then the match is opened to the task, the repaired call passes, and the run answers
+    opened = asked["data"]["matches"][0]
+    assert (opened["name"], opened["callable"], opened.get("opened")) == ("cancel_order", True, True), asked
+    assert refused["kind"] == "invalid_args" and repaired["status"] in ("ok", "empty"), repaired
+    assert ran["status"] == "ok" and ran["data"]["calls"] == 1 and ran["data"]["result"] > 0, ran
