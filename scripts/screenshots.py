@@ -13,8 +13,9 @@ docs/admin-invocations.png, docs/admin-approval.png, docs/admin-payments-faults.
 list explaining itself), docs/admin-openapi-import.png, docs/admin-credential.png,
 docs/admin-drift-findings.png and docs/admin-drift-finding.png, and the stdio servers' pages
 README "Servers that speak stdio" shows: docs/admin-mcp-launcher.png (a launcher, as only a
-superuser sees it) and docs/admin-stdio-upstream.png (a tenant's upstream naming it). The
-servers are stopped at the end, also on error.
+superuser sees it) and docs/admin-stdio-upstream.png (a tenant's upstream naming it), and
+docs/admin-capability-request.png (a request_capability call that opened cancel_order to its
+task, made over the API). The servers are stopped at the end, also on error.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ from apps.capabilities.models import CapabilityRequest  # noqa: E402
 from apps.catalog.models import DriftFinding, ToolVersion, VersionStatus  # noqa: E402
 from apps.catalog.services import version_create_draft_from, version_save_draft  # noqa: E402
 from apps.demo_shop.models import PaymentsFault  # noqa: E402
+from apps.demo_shop.seed import demo_agent_key  # noqa: E402
 from apps.ledger.models import Approval, LedgerEntry, LedgerState, ReconcileAttempt  # noqa: E402
 from apps.tenancy.models import Agent, Tenant  # noqa: E402
 from apps.upstreams.models import McpLauncher, Upstream  # noqa: E402
@@ -290,6 +292,32 @@ def shoot_stdio(base: str, launcher_id: int, upstream_id: int) -> None:
         page.screenshot(path=str(ROOT / "docs/admin-stdio-upstream.png"), full_page=True)
 
 
+def ask_for_cancel(base: str) -> int:
+    """A model in phase lookup asks for what only cancel_order does; the id of the request."""
+
+    def post(path: str, body: dict[str, Any], session: str = "") -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {demo_agent_key()}", "Content-Type": "application/json",
+                   **({"X-ToolHub-Session": session} if session else {})}
+        request = urllib.request.Request(f"{base}{path}", data=json.dumps(body).encode(), headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    token = post("/api/v1/sessions", {"subject": "u-1001"})["token"]
+    post("/api/v1/invoke", {
+        "task_id": "support-7781", "toolset": "support", "phase": "lookup",
+        "call": {"id": "call_2", "name": "request_capability", "arguments": {
+            "capability": "cancel an order", "reason": "The user wants to cancel an order they placed.",
+            "example_arguments": None}},
+    }, token)
+    return CapabilityRequest.objects.get(tenant__slug="demo", name="cancel_order", reason="unknown").pk
+
+
+def shoot_capability(base: str, request_id: int) -> None:
+    with admin_page(base) as page:
+        page.goto(f"{base}/admin/capabilities/capabilityrequest/{request_id}/change/")
+        page.screenshot(path=str(ROOT / "docs/admin-capability-request.png"), full_page=True)
+
+
 def main() -> None:
     if "DATABASE_URL" not in os.environ:
         sys.exit("Set DATABASE_URL to a scratch database: this script seeds it.")
@@ -317,12 +345,13 @@ def main() -> None:
             make_drift()
             shoot(base, draft)
             shoot_stdio(base, launcher_id, stdio_id)
+            shoot_capability(base, ask_for_cancel(base))
     print("Saved docs/admin-mcp-import.png, admin-version.png, admin-version-unsaved.png, "
           "admin-dashboard.png,\nadmin-triage.png, admin-triage-entry.png, admin-invocations.png, "
           "admin-approval.png, "
           "admin-payments-faults.png,\nadmin-openapi-import.png, admin-credential.png, "
           "admin-drift-findings.png, admin-drift-finding.png,\nadmin-mcp-launcher.png, "
-          "admin-stdio-upstream.png")
+          "admin-stdio-upstream.png, admin-capability-request.png")
 
 
 if __name__ == "__main__":

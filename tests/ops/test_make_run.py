@@ -205,8 +205,9 @@ def test_on_sqlite_a_tool_is_opened_on_request_a_refused_call_is_repaired_and_co
             return agent.post("/api/v1/invoke", headers={"X-ToolHub-Session": token}, json=body).json()
 
         # When the model asks for a tool phase lookup prunes, with the simple match SQLite has
+        # (refund_payment: another test of this module takes cancel_order's grant away)
         asked = invoke("c1", "request_capability", {
-            "capability": "cancel an order", "reason": "The user wants to cancel an order.",
+            "capability": "refund a payment", "reason": "The user wants their money back.",
             "example_arguments": None,
         })
         # and repairs a refused search from the details alone
@@ -221,6 +222,6 @@ def test_on_sqlite_a_tool_is_opened_on_request_a_refused_call_is_repaired_and_co
 
     # Then the match is opened to the task, the repaired call passes, and the run answers
     opened = asked["data"]["matches"][0]
-    assert (opened["name"], opened["callable"], opened.get("opened")) == ("cancel_order", True, True), asked
+    assert (opened["name"], opened["callable"], opened.get("opened")) == ("refund_payment", True, True), asked
     assert refused["kind"] == "invalid_args" and repaired["status"] in ("ok", "empty"), repaired
     assert ran["status"] == "ok" and ran["data"]["calls"] == 1 and ran["data"]["result"] > 0, ran
