@@ -254,13 +254,15 @@ def toolset_changed(*, toolset: Toolset, actor: str, action: str) -> None:
 
 
 def toolset_save(
-    *, toolset: Toolset, tools: Iterable[Tool], phases: Mapping[str, Iterable[Tool]], actor: str
+    *, toolset: Toolset, tools: Iterable[Tool], phases: Mapping[str, Iterable[Tool]], actor: str,
+    gates: Collection[str] | None = None,
 ) -> Toolset:
     """Create or update a toolset holding exactly `tools`, with exactly these phases (phase
-    name → its tools; a phase not named is deleted). Validates (ValidationError: a name clash
-    as for tools, another tenant's tool, any tenant's in a shared toolset, a bad phase name),
-    writes the toolset, its phases and an audit event; invalidates the catalog caches once
-    committed."""
+    name → its tools; a phase not named is deleted). `gates` names the phases that gate (the
+    others only prune); None leaves each phase as it is (a new one only prunes). Validates
+    (ValidationError: a name clash as for tools, another tenant's tool, any tenant's in a
+    shared toolset, a bad phase name), writes the toolset, its phases and an audit event;
+    invalidates the catalog caches once committed."""
     creating = toolset.pk is None
     members = list(tools)
     phase_members = {name: list(phase_tools) for name, phase_tools in phases.items()}
@@ -273,6 +275,8 @@ def toolset_save(
         toolset.phases.exclude(name__in=phase_members).delete()
         for name, phase_tools in sorted(phase_members.items()):
             phase = toolset.phases.filter(name=name).first() or ToolsetPhase(toolset=toolset, name=name)
+            if gates is not None:
+                phase.gates = name in gates
             phase.full_clean()
             phase.save()
             phase.tools.set(phase_tools)
@@ -280,7 +284,8 @@ def toolset_save(
             tenant_id=toolset.tenant_id, actor=actor,
             action="toolset.create" if creating else "toolset.update", target=toolset,
             data={"name": toolset.name, "tools": sorted(t.name for t in members),
-                  "phases": {name: sorted(t.name for t in ts) for name, ts in phase_members.items()}},
+                  "phases": {name: sorted(t.name for t in ts) for name, ts in phase_members.items()},
+                  "gates": sorted(toolset.phases.filter(gates=True).values_list("name", flat=True))},
         )
         catalog_changed()
     return toolset

@@ -36,6 +36,7 @@ from apps.catalog.models import Tool, Toolset, ToolVersion, VersionStatus
 from apps.tenancy.models import TenantPolicy
 
 from .checks import DocumentError, Problem, expect, problems_of, unknown_keys
+from .toolsets import check_toolsets, toolsets_section
 from .upstreams import check_upstreams, upstreams_section
 
 FORMAT = 1
@@ -46,9 +47,12 @@ VERSION_FIELDS = tuple(
 # What decides whether two versions make the same promise (the changelog does not).
 PROMISE_FIELDS = tuple(f for f in VERSION_FIELDS if f != "changelog")
 POLICY_FIELDS = (
-    "daily_quota_per_subject", "rate_limit_per_minute", "requires_approval", "rule_overrides",
-    "task_call_budget",
+    "daily_quota_per_subject", "max_opened_per_task", "open_on_request", "rate_limit_per_minute",
+    "requires_approval", "rule_overrides", "task_call_budget",
 )
+# Written only when they differ from their default, so a file that predates them (and its
+# export) reads the same: what request_capability may open, and how many per task.
+OPTIONAL_POLICY_FIELDS = frozenset({"max_opened_per_task", "open_on_request"})
 SECTIONS = ("tools", "toolsets", "upstreams", "grants", "policies")
 # The `kind` of the platform's document (platform.py); a tenant's document has none.
 PLATFORM_KIND = "platform"
@@ -89,21 +93,6 @@ def tools_section(tools: Iterable[Tool]) -> dict[str, Any]:
     }
 
 
-def toolsets_section(toolsets: Iterable[Toolset]) -> dict[str, Any]:
-    """Toolsets by name, with their tools and phases (prefetched)."""
-    return {
-        toolset.name: {
-            "description": toolset.description,
-            "tools": sorted(t.name for t in toolset.tools.all()),
-            "phases": {
-                phase.name: sorted(t.name for t in phase.tools.all())
-                for phase in sorted(toolset.phases.all(), key=lambda p: p.name)
-            },
-        }
-        for toolset in sorted(toolsets, key=lambda s: s.name)
-    }
-
-
 def tenant_document(
     *, tenant_slug: str, tools: Iterable[Tool], toolsets: Iterable[Toolset], upstreams: Iterable[Any],
     grants: Iterable[Any], policies: Iterable[Any],
@@ -130,15 +119,25 @@ def tenant_document(
         ),
         "policies": sorted(
             (
-                {
-                    "tool": policy.tool.name if policy.tool_id else None,
-                    **{name: _sorted(getattr(policy, name)) for name in POLICY_FIELDS},
-                }
+                policy_entry(policy)
                 for policy in policies
             ),
             key=lambda p: p["tool"] or "",
         ),
     }
+
+
+def policy_default(name: str) -> Any:
+    return _model_field(TenantPolicy, name).get_default()
+
+
+def policy_entry(policy: TenantPolicy) -> dict[str, Any]:
+    """A policy as the document writes it: every limit, the optional ones when not default."""
+    values = {name: _sorted(getattr(policy, name)) for name in POLICY_FIELDS}
+    return {"tool": policy.tool.name if policy.tool is not None else None, **{
+        name: value for name, value in values.items()
+        if name not in OPTIONAL_POLICY_FIELDS or value != policy_default(name)
+    }}
 
 
 def grant_key(grant: Mapping[str, Any]) -> tuple[str, str]:
@@ -195,12 +194,20 @@ def _model_field(model: type[models.Model], name: str) -> models.Field:
     return field
 
 
-def _field_value(model: type[models.Model], name: str, value: Any, path: str, problems: list[Problem]) -> Any:
-    """`value` as the model field stores it (a YAML 10 for a float field is 10.0)."""
+def _field_value(
+    model: type[models.Model], name: str, value: Any, path: str, problems: list[Problem], *,
+    validate: bool = False,
+) -> Any:
+    """`value` as the model field stores it (a YAML 10 for a float field is 10.0); with
+    `validate`, also within the field's bounds (a count of -1 is refused here, at its path)."""
     if name in _JSON_FIELDS or value is None:
         return value
+    field = _model_field(model, name)
     try:
-        return _model_field(model, name).to_python(value)
+        value = field.to_python(value)
+        if validate:
+            field.run_validators(value)
+        return value
     except ValidationError as error:
         problems.extend(problems_of(path, error))
         return value
@@ -245,29 +252,6 @@ def _check_tool(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] 
     return {"summary": summary, "replaced_by": replaced_by, "versions": [v for v in checked if v]}
 
 
-def _check_names(raw: Any, path: str, problems: list[Problem]) -> list[str] | None:
-    if not expect(raw, list, path, "a list of tool names", problems):
-        return None
-    names = [n for i, n in enumerate(raw) if expect(n, str, f"{path}[{i}]", "a tool name", problems)]
-    return sorted(set(names))
-
-
-def _check_toolset(raw: Any, path: str, problems: list[Problem]) -> dict[str, Any] | None:
-    if not expect(raw, dict, path, "a mapping (a toolset)", problems):
-        return None
-    unknown_keys(raw, ("description", "tools", "phases"), path, problems)
-    description, phases = raw.get("description") or "", raw.get("phases") or {}
-    tools = _check_names(raw.get("tools") or [], f"{path}.tools", problems)
-    if not (expect(description, str, f"{path}.description", "text", problems)
-            and expect(phases, dict, f"{path}.phases", "a mapping of phase → tool names", problems)):
-        return None
-    checked = {str(name): _check_names(names or [], f"{path}.phases.{name}", problems)
-               for name, names in phases.items()}
-    if tools is None or any(v is None for v in checked.values()):
-        return None
-    return {"description": description, "tools": tools, "phases": dict(sorted(checked.items()))}
-
-
 def check_list(raw: Any, path: str, keys: tuple[str, ...], problems: list[Problem]) -> list[dict[str, Any]]:
     if not expect(raw, list, path, "a list", problems):
         return []
@@ -299,9 +283,9 @@ def _check_policy(entry: dict[str, Any], problems: list[Problem]) -> dict[str, A
         return None
     checked = {"_path": path, "tool": entry["tool"]}
     for name in POLICY_FIELDS:
-        value = entry[name] if entry[name] is not None else _model_field(TenantPolicy, name).get_default()
+        value = entry[name] if entry[name] is not None else policy_default(name)
         if name != "rule_overrides":
-            value = _field_value(TenantPolicy, name, value, f"{path}.{name}", problems)
+            value = _field_value(TenantPolicy, name, value, f"{path}.{name}", problems, validate=True)
         checked[name] = _sorted(value)
     return checked
 
@@ -320,13 +304,6 @@ def check_tools(raw: Any, problems: list[Problem]) -> dict[str, Any] | None:
         return None
     tools = {str(n): _check_tool(t, f"tools.{n}", problems) for n, t in raw.items()}
     return {n: t for n, t in sorted(tools.items()) if t is not None}
-
-
-def check_toolsets(raw: Any, problems: list[Problem]) -> dict[str, Any] | None:
-    if not expect(raw, dict, "toolsets", "a mapping of toolset name → toolset", problems):
-        return None
-    toolsets = {str(n): _check_toolset(s, f"toolsets.{n}", problems) for n, s in raw.items()}
-    return {n: s for n, s in sorted(toolsets.items()) if s is not None}
 
 
 def check_catalog_sections(raw: Mapping[str, Any], document: dict[str, Any], problems: list[Problem]) -> None:

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .document import POLICY_FIELDS, PROMISE_FIELDS, VERSION_FIELDS, Problem, grant_key
+from .document import POLICY_FIELDS, PROMISE_FIELDS, VERSION_FIELDS, Problem, grant_key, policy_default
 from .steps import (
     Context,
     DraftCreate,
@@ -34,6 +34,7 @@ from .steps import (
     ToolUpdate,
     UpstreamSave,
 )
+from .toolsets import phase_gates, phase_tools
 from .upstreams import UPSTREAM_FIELDS
 
 # from → to: the status changes that take us there, in order
@@ -54,6 +55,31 @@ def _promise(entry: Mapping[str, Any]) -> str:
 
 def _content(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {f: entry[f] for f in VERSION_FIELDS}
+
+
+def _gating_changes(stored: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> str:
+    """Which phases of a saved toolset start or stop gating, for the plan's line."""
+    before = stored["phases"] if stored else {}
+    changes = [
+        f"phase {phase} {'gates' if phase_gates(entry) else 'only prunes'}"
+        for phase, entry in wanted["phases"].items() if phase_gates(entry) != phase_gates(before.get(phase))
+    ]
+    return f": {', '.join(changes)}" if changes else ""
+
+
+def _policy_limits(entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every limit of a policy (None: one not there yet), the defaults an export leaves out
+    filled in."""
+    return {name: (entry or {}).get(name, policy_default(name)) for name in POLICY_FIELDS}
+
+
+def _limit_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """`: open_on_request true → false, …`: the limits a policy's save changes, for the plan."""
+    changes = [
+        name if name == "rule_overrides" else f"{name} {json.dumps(before[name])} → {json.dumps(after[name])}"
+        for name in POLICY_FIELDS if before[name] != after[name]
+    ]
+    return f": {', '.join(changes)}" if changes else ""
 
 
 class CatalogPlanner:
@@ -204,18 +230,22 @@ class CatalogPlanner:
             self.access.append(ToolsetDelete(path=f"toolsets.{name}", text=f"- toolset {name}", name=name))
         for name, toolset in wanted.items():
             path = f"toolsets.{name}"
+            phases = toolset["phases"]
             members = [(f"{path}.tools", toolset["tools"])] + [
-                (f"{path}.phases.{phase}", names) for phase, names in toolset["phases"].items()
+                (f"{path}.phases.{phase}" + (".tools" if phase_gates(entry) else ""), phase_tools(entry))
+                for phase, entry in phases.items()
             ]
             if not all([self.known(n, where) for where, names in members for n in names]):
                 continue
-            if current.get(name) == toolset:
+            stored = current.get(name)
+            if stored == toolset:
                 continue
             self.access.append(ToolsetSave(
-                path=path, text=f"{'~' if name in current else '+'} toolset {name}",
+                path=path, text=f"{'~' if stored else '+'} toolset {name}{_gating_changes(stored, toolset)}",
                 tools=frozenset(n for _, names in members for n in names),
                 name=name, description=toolset["description"], members=tuple(toolset["tools"]),
-                phases={phase: tuple(names) for phase, names in toolset["phases"].items()},
+                phases={phase: tuple(phase_tools(entry)) for phase, entry in phases.items()},
+                gates=frozenset(phase for phase, entry in phases.items() if phase_gates(entry)),
             ))
 
     def grants(self, wanted: list[dict[str, Any]]) -> None:
@@ -284,13 +314,13 @@ class CatalogPlanner:
             seen.add(tool)
             if tool is not None and not self.known(tool, f"{path}.tool"):
                 continue
-            limits = {name: policy[name] for name in POLICY_FIELDS}
-            stored = current.get(tool)
-            if stored is not None and {n: stored[n] for n in POLICY_FIELDS} == limits:
+            limits, stored = _policy_limits(policy), current.get(tool)
+            before = _policy_limits(stored)
+            if stored is not None and before == limits:
                 continue
             self.access.append(PolicySave(
                 path=path, tools=frozenset({tool} - {None}), tool=tool, limits=limits,
-                text=f"{'~' if stored else '+'} policy for {scope}",
+                text=f"{'~' if stored else '+'} policy for {scope}{_limit_changes(before, limits)}",
             ))
         for tool in sorted(set(current) - seen, key=lambda t: t or ""):
             self.access.append(

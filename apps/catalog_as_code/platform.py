@@ -33,9 +33,9 @@ from .document import (
     check_list,
     tenant_document_checked,
     tools_section,
-    toolsets_section,
     yaml_mapping,
 )
+from .toolsets import toolsets_section
 from .upstreams import upstreams_section
 
 PLATFORM_SECTIONS = ("tools", "toolsets", "upstreams", "tenants", "grants")

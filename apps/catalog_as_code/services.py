@@ -160,7 +160,7 @@ def _toolset_save(step: ToolsetSave, tenant: Tenant | None, actor: str, note: st
     toolset_save(
         toolset=toolset, tools=[_tool(tenant, name) for name in step.members],
         phases={phase: [_tool(tenant, name) for name in names] for phase, names in step.phases.items()},
-        actor=actor,
+        gates=step.gates, actor=actor,
     )
 
 

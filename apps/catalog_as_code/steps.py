@@ -73,6 +73,7 @@ class ToolsetSave(Step):
     description: str = ""
     members: tuple[str, ...] = ()
     phases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    gates: frozenset[str] = frozenset()  # the phases that gate; the others only prune
 
 
 @dataclass(frozen=True)
