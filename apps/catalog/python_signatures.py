@@ -44,8 +44,6 @@ def python_type(node: Any) -> str:
         return f"list[{python_type(node.get('items'))}]"
     if kind == "object":
         return "dict"
-    if kind == "string" and node.get("format") in ("date", "date-time"):
-        return "str"
     return _SCALARS.get(str(kind), "Any")
 
 

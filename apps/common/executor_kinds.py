@@ -38,6 +38,10 @@ class ExecutorKindDeclaration:
     platform_setting_keys: tuple[str, ...] = field(default=())
 
 
+# The kind of code runs' versions (run_python): the gateway's sandbox executor registers it,
+# the gateway derives such versions from the tools beside them, the ledger's admin lists runs.
+CODE_RUN_KIND = "sandbox"
+
 _KINDS: dict[str, ExecutorKindDeclaration] = {}
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from apps.catalog.python_signatures import python_signatures
 from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.errors import ForbiddenError, UnavailableError
+from apps.common.executor_kinds import CODE_RUN_KIND
 
 from .contracts import PolicySpec, VersionSpec
 
@@ -61,7 +62,7 @@ class AgentCatalog:
             found = dict(self.callable)
         inner = code_run_tools(found)
         for name, spec in found.items():
-            if spec.executor == CODE_RUN_EXECUTOR:
+            if spec.executor == CODE_RUN_KIND:
                 found[name] = code_run_version(spec, inner)
         self._visible[key] = found
         return found
@@ -91,7 +92,6 @@ class AgentCatalog:
         return self.policies.get(tool_id) or self.policies.get(None) or PolicySpec()
 
 
-CODE_RUN_EXECUTOR = "sandbox"
 CODE_RUN_TOOLS_HEADING = (
     "In the code, the object `tools` has one function per tool below; call them with keyword "
     'arguments (plus call_id="..." to name a call). Each runs through ToolHub like a call of '
@@ -107,7 +107,7 @@ def code_run_tools(visible: Mapping[str, VersionSpec]) -> dict[str, VersionSpec]
     return {
         name: spec
         for name, spec in visible.items()
-        if spec.executor != CODE_RUN_EXECUTOR and name != REQUEST_CAPABILITY
+        if spec.executor != CODE_RUN_KIND and name != REQUEST_CAPABILITY
     }
 
 

@@ -62,7 +62,13 @@ def find_capability(request: ExecutionRequest, query: str) -> CapabilitySearch:
     }
     if not granted:
         return CapabilitySearch(hint="No tool of yours does this.")
-    found = tool_search().search(query, tool_ids=list(granted), limit=max(MATCHES_LISTED, CLOSEST_LISTED))
+    found = tool_search().search(
+        query,
+        tool_ids=list(granted),
+        limit=max(MATCHES_LISTED, CLOSEST_LISTED),
+        # The version the agent calls (a grant may pin one), not merely the latest published.
+        pinned={tool_id: spec.version_id for tool_id, spec in granted.items()},
+    )
     matched = [m for m in found if m.matched][:MATCHES_LISTED]
     if not matched:
         closest = [_listed(granted[m.tool_id], catalog, request.toolset) for m in found[:CLOSEST_LISTED]]
@@ -76,6 +82,7 @@ def find_capability(request: ExecutionRequest, query: str) -> CapabilitySearch:
 
 def _answer(request: ExecutionRequest, catalog: AgentCatalog, specs: list[VersionSpec]) -> CapabilitySearch:
     here = catalog.visible(request.toolset, request.phase)
+    # Of each match not offered here: why it may not be opened to the task, None when it may.
     refusals = {
         spec.tool_name: _closed_because(spec, catalog, request)
         for spec in specs
@@ -84,7 +91,11 @@ def _answer(request: ExecutionRequest, catalog: AgentCatalog, specs: list[Versio
     already = task_tool_ids_opened(
         tenant_id=request.tenant_id or 0, agent_id=request.agent_id or 0, task_id=request.task_id
     )
-    new = [s for s in specs if refusals.get(s.tool_name, "here") is None and s.tool_id not in already]
+    new = [
+        s
+        for s in specs
+        if s.tool_name in refusals and refusals[s.tool_name] is None and s.tool_id not in already
+    ]
     cap = catalog.policies.get(None, PolicySpec()).max_opened_per_task
     if cap is not None:
         for spec in new[max(cap - len(already), 0) :]:
@@ -106,7 +117,7 @@ def _answer(request: ExecutionRequest, catalog: AgentCatalog, specs: list[Versio
     matches = []
     for spec in specs:
         listed = _listed(spec, catalog, request.toolset)
-        listed["callable"] = spec.tool_name in here or refusals.get(spec.tool_name) is None
+        listed["callable"] = spec.tool_name in here or refusals[spec.tool_name] is None
         if spec.tool_name not in here and listed["callable"]:
             # Opened to the task (now or earlier in it): the model has no schema of it yet.
             listed["opened"] = True
@@ -147,20 +158,17 @@ def _hint(matches: Sequence[Mapping[str, Any]], request: ExecutionRequest) -> st
     here = [m["name"] for m in matches if m["callable"] and not m.get("opened")]
     parts = []
     if opened:
+        verb = "is" if len(opened) == 1 else "are"
         parts.append(
-            f"{_names(opened)} {'is' if len(opened) == 1 else 'are'} open to this task ({request.task_id}) "
-            "now: call it with the same toolset and phase; its parameters are in matches."
+            f"{', '.join(opened)} {verb} open to this task ({request.task_id}) now: call it with the "
+            "same toolset and phase; its parameters are in matches."
         )
     if here:
-        parts.append(f"Already among your tools here: {_names(here)}.")
+        parts.append(f"Already among your tools here: {', '.join(here)}.")
     for match in matches:
         if not match["callable"]:
             parts.append(f"{match['name']} does this but cannot be called now: {match['closed']}.")
     return " ".join(parts)
-
-
-def _names(names: Sequence[str]) -> str:
-    return ", ".join(names)
 
 
 @tool_callable(REQUEST_CAPABILITY_CALLABLE)

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from apps.common.errors import ForbiddenError, ToolHubError
+from apps.common.errors import ForbiddenError
 from apps.tenancy.authentication import AgentPrincipal
 from apps.tenancy.selectors import active_agent
 from apps.tenancy.sessions import SessionClaims
@@ -34,7 +34,7 @@ from .executors.base import ExecutionRequest
 from .executors.sandbox.hooks import RunCalls
 from .executors.sandbox.runs import InnerCall
 from .selectors import visible_tools
-from .services import invoke_as, refuse_as
+from .services import invoke_as
 
 INNER_CALL_SEPARATOR = "#"
 
@@ -45,14 +45,14 @@ def inner_call_id(run_call_id: str, inner: InnerCall) -> str:
 
 
 def run_calls(request: ExecutionRequest) -> RunCalls:
-    """The tools the run's code may call now, and how it calls them."""
+    """The tools the run's code may call now, and how it calls them. Raises the ToolHubError
+    that refuses the whole run when its agent was deactivated, or its toolset or phase is
+    gone, since it was called."""
     agent = active_agent(tenant_id=request.tenant_id or 0, agent_id=request.agent_id or 0)
     if agent is None:
-        return _refusing(
-            ForbiddenError(
-                "The agent that started this run is no longer active, so the code can call no tool.",
-                hint="Nothing ran. Tell the user the action cannot be done now.",
-            )
+        raise ForbiddenError(
+            "The agent that started this run is no longer active, so its code cannot call tools.",
+            hint="Nothing ran. Tell the user the action cannot be done now.",
         )
     principal = AgentPrincipal(
         agent_id=agent.pk,
@@ -61,13 +61,9 @@ def run_calls(request: ExecutionRequest) -> RunCalls:
         tenant_slug=agent.tenant.slug,
         key_id=0,
     )
-    try:
-        visible = visible_tools(
-            tenant_id=agent.tenant_id, agent_id=agent.pk, toolset=request.toolset, phase=request.phase
-        )
-    except ToolHubError as error:  # the run's toolset or phase is gone since it was called
-        return _refusing(error)
-    names = tuple(sorted(code_run_tools(visible)))
+    visible = visible_tools(
+        tenant_id=agent.tenant_id, agent_id=agent.pk, toolset=request.toolset, phase=request.phase
+    )
     session = _session(request)
     options = InvokeOptions(
         task_id=request.task_id,
@@ -76,18 +72,14 @@ def run_calls(request: ExecutionRequest) -> RunCalls:
         parent_execution_id=request.execution_id,
     )
 
+    # The sandbox hands over only calls of `tool_names` (runs.py refuses others, ending the run).
     def call(inner: InnerCall) -> Mapping[str, Any]:
         tool_call = ToolCall(
             call_id=inner_call_id(request.call_id, inner), name=inner.tool, arguments=inner.arguments
         )
-        if inner.tool not in names and visible.get(inner.tool) is not None:
-            # Visible to the agent, but not to code: another run, or a built-in tool.
-            return refuse_as(
-                principal=principal, options=options, call=tool_call, error=_not_from_code(inner.tool)
-            )
         return invoke_as(principal=principal, session=session, options=options, calls=[tool_call])[0]
 
-    return RunCalls(tool_names=names, call=call)
+    return RunCalls(tool_names=tuple(sorted(code_run_tools(visible))), call=call)
 
 
 def _session(request: ExecutionRequest) -> SessionClaims | None:
@@ -101,18 +93,4 @@ def _session(request: ExecutionRequest) -> SessionClaims | None:
         attributes=dict(request.session_attributes),
         # Only the run's own lifetime: the token was checked when the run was called.
         expires_at=timezone.now() + timedelta(seconds=max(request.timeout_s, 1)),
-    )
-
-
-def _not_from_code(name: str) -> ForbiddenError:
-    return ForbiddenError(
-        f"{name} cannot be called from code: code calls the tools of `tools` only.",
-        hint=f"Call {name} yourself, outside the code, if you need it.",
-    )
-
-
-def _refusing(error: ToolHubError) -> RunCalls:
-    """No tool for the code: every call it makes anyway answers `error`."""
-    return RunCalls(
-        tool_names=(), call=lambda inner: error.as_envelope(call_id=inner.call_id, tool=inner.tool)
     )

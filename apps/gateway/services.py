@@ -33,7 +33,7 @@ from .replies import render_all
 from .selectors import agent_catalog
 from .validation import prepare_call
 
-__all__ = ["InvokeOptions", "invoke_as", "invoke_calls", "invoke_one", "refuse_as"]
+__all__ = ["InvokeOptions", "invoke_as", "invoke_calls", "invoke_one"]
 
 
 def invoke_one(
@@ -93,14 +93,6 @@ def invoke_as(
                 _note_unknown_tool(principal, options, call)
             prepared.append(Outcome(call=call, answer=Refused(error)))
     return _answer(principal, options, prepared, budget_chars, started)
-
-
-def refuse_as(
-    *, principal: AgentPrincipal, options: InvokeOptions, call: ToolCall, error: ToolHubError
-) -> dict[str, Any]:
-    """The envelope of a call refused before the pipeline, logged like any call."""
-    outcome = Outcome(call=call, answer=Refused(error))
-    return _answer(principal, options, [outcome], None, time.perf_counter())[0]
 
 
 def _answer(

@@ -18,7 +18,8 @@ from apps.catalog.exports import ToolExport, export_tools
 from apps.common.builtin_tools import REQUEST_CAPABILITY
 from apps.common.catalog_generation import catalog_generation
 from apps.common.errors import ToolHubError
-from apps.gateway.agent_catalogs import CODE_RUN_EXECUTOR, code_run_tools
+from apps.common.executor_kinds import CODE_RUN_KIND
+from apps.gateway.agent_catalogs import code_run_tools
 from apps.gateway.contracts import VersionSpec
 from apps.gateway.pipeline.output import structured_result
 from apps.tenancy.authentication import AgentPrincipal
@@ -48,7 +49,7 @@ def agent_tool_export(
         visible.values(), key=lambda spec: (spec.tool_name == REQUEST_CAPABILITY, spec.tool_name)
     )
     export = export_tools(ordered, fmt)
-    if any(spec.executor == CODE_RUN_EXECUTOR for spec in ordered):
+    if any(spec.executor == CODE_RUN_KIND for spec in ordered):
         export = replace(export, code_runs=_code_run_estimates(visible, export, fmt))
     with _MEMO_LOCK:
         for stale in [k for k in _MEMO if k[0] != generation]:
@@ -68,7 +69,7 @@ def _code_run_estimates(
         name: {"token_estimate": export.token_estimates[name], "tools_token_estimate": one_by_one,
                "tools": len(inner)}
         for name, spec in visible.items()
-        if spec.executor == CODE_RUN_EXECUTOR
+        if spec.executor == CODE_RUN_KIND
     }
 
 

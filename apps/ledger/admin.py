@@ -38,6 +38,7 @@ from apps.common.admin import (
 )
 from apps.common.admin_buttons import ObjectButton, ObjectButtonsMixin
 from apps.common.admin_filters import AgeFilter
+from apps.common.executor_kinds import CODE_RUN_KIND
 from apps.common.paginators import EstimatedCountPaginator
 
 from .approvals import ApprovalRefused, approval_decide
@@ -50,7 +51,7 @@ from .models import (
     ReconcileAttempt,
     TriageEntry,
 )
-from .selectors import CODE_RUN_EXECUTOR, approvals_pending, triage_queue
+from .selectors import approvals_pending, triage_queue
 from .services import ledger_settle
 from .states import TransitionRefused
 from .triage import ledger_reconcile_now
@@ -152,7 +153,7 @@ class LedgerEntryAdmin(LedgerAdminBase):
         fields = super().get_fields(request, obj)
         if obj is None or not request.user.has_perm(VIEW_CODE_RUN_PERMISSION):
             return fields
-        if obj.parent_id is not None or obj.version.executor == CODE_RUN_EXECUTOR:
+        if obj.parent_id is not None or obj.version.executor == CODE_RUN_KIND:
             return [*fields, "code_run"]
         return fields
 

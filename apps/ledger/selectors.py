@@ -10,12 +10,10 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from apps.audit.models import Invocation
+from apps.common.executor_kinds import CODE_RUN_KIND
 
 from .models import Approval, ApprovalStatus, CodeRun, LedgerEntry, LedgerState
 
-# The executor kind of run_python's versions. The gateway's sandbox executor declares it; the
-# ledger sits below the gateway, so it names the kind itself to tell runs from other entries.
-CODE_RUN_EXECUTOR = "sandbox"
 # The most inner calls a run's page lists: a run may make 100 (the sandbox's max_calls).
 INNER_CALLS_SHOWN = 200
 # Inner calls are logged by the worker that ran the code, the run's entry by the request that
@@ -91,7 +89,7 @@ def approval_is_pending(*, entry: LedgerEntry) -> bool:
 def code_runs() -> QuerySet[CodeRun]:
     """Entries of code runs (run_python calls, versions of the sandbox executor), all tenants,
     newest first."""
-    return CodeRun.objects.filter(version__executor=CODE_RUN_EXECUTOR).order_by("-created_at")
+    return CodeRun.objects.filter(version__executor=CODE_RUN_KIND).order_by("-created_at")
 
 
 @dataclass(frozen=True)

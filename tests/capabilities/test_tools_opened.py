@@ -83,10 +83,14 @@ def test_a_tenant_policy_can_switch_opening_off(demo):
     TenantPolicy.objects.create(tenant=Tenant.objects.get(slug="demo"), open_on_request=False)
     catalog_changed()
 
+    order = pending_order()
+
     match = ask(demo, CANCEL)["data"]["matches"][0]
 
     assert match["callable"] is False and "policy" in match["closed"]
     assert cancel(demo)["kind"] == "unknown_tool"
+    assert not TaskToolOpening.objects.exists()
+    assert DemoOrder.objects.get(order_id=order).status == "pending"
 
 
 def test_a_tenant_policy_caps_the_tools_a_task_opens(demo):
@@ -122,6 +126,7 @@ def test_a_tool_the_agent_is_not_granted_is_never_named(demo):
     named = {m["name"] for m in body["data"]["matches"] + body["data"].get("closest", [])}
     assert "cancel_order" not in named and Tool.objects.filter(name="cancel_order").exists()
     assert cancel(demo)["kind"] in ("unknown_tool", "forbidden")
+    assert not TaskToolOpening.objects.exists()
 
 
 def test_a_tool_already_offered_where_the_task_is_is_callable_as_it_is(demo):

@@ -8,10 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import close_old_connections
 
+from apps.audit.models import Invocation
 from apps.demo_shop.models import DemoOrder
 from apps.gateway.execution_requests import entry_execution_request
+from apps.gateway.executors.base import ExecutionRejected
 from apps.gateway.executors.sandbox.executor import run_sandbox
 from apps.ledger.models import LedgerEntry
+from apps.tenancy.models import Agent
 
 pytestmark = pytest.mark.usefixtures("celery_worker")
 
@@ -76,3 +79,19 @@ def test_a_call_id_the_code_names_keys_its_call(demo):
     demo.invoke("run_python", {"code": code}, call_id="run_1", task_id="t-named", **RESOLVE)
 
     assert LedgerEntry.objects.get(tool__name="cancel_order", task_id="t-named").call_id == "run_1#cancel-it"
+
+
+def test_a_run_whose_agent_was_deactivated_meanwhile_is_refused_and_runs_nothing(demo):
+    order = a_pending_order()
+    code = {"code": cancel_code(order)}
+    first = demo.invoke("run_python", code, call_id="run_1", task_id="t-gone", **RESOLVE)
+    request = entry_execution_request(LedgerEntry.objects.get(pk=first["execution_id"]))
+    Agent.objects.filter(pk=request.agent_id).update(active=False)
+    calls_before = Invocation.objects.filter(parent_execution_id=first["execution_id"]).count()
+
+    with pytest.raises(ExecutionRejected) as refused:
+        run_sandbox(request)
+
+    assert refused.value.error.kind == "forbidden" and "no longer active" in refused.value.error.message
+    assert Invocation.objects.filter(parent_execution_id=first["execution_id"]).count() == calls_before
+    assert LedgerEntry.objects.filter(tool__name="cancel_order", task_id="t-gone").count() == 1

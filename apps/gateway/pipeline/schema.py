@@ -30,9 +30,8 @@ MAX_HINT_PARTS = 8
 
 _validators: RevisionMemo[Validator] = RevisionMemo(VALIDATOR_CACHE_SIZE)
 
-_DATE_EXAMPLE = DATE_EXAMPLE
 _FORMAT_PHRASES = {
-    "date": f"a real date as YYYY-MM-DD (e.g. {_DATE_EXAMPLE})",
+    "date": f"a real date as YYYY-MM-DD (e.g. {DATE_EXAMPLE})",
     "date-time": "a date and time in ISO 8601 (e.g. 2026-01-31T09:30:00Z)",
     "time": "a time in ISO 8601 (e.g. 09:30:00Z)",
     "email": "an email address (e.g. ana@example.com)",

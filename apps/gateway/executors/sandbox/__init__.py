@@ -6,12 +6,14 @@ error the model can act on."""
 
 from __future__ import annotations
 
+from apps.common.executor_kinds import CODE_RUN_KIND
+
 from ..registry import Executor, register
 from .executor import CONFIG_SCHEMA, reconcile_sandbox, run_sandbox
 
 EXECUTOR = register(
     Executor(
-        kind="sandbox",
+        kind=CODE_RUN_KIND,
         label="Code run (Python sandbox)",
         run=run_sandbox,
         reconcile=reconcile_sandbox,

@@ -13,6 +13,7 @@ would have answered nobody can say.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from apps.common.errors import (
@@ -48,11 +49,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
 
 def run_limits(config: Mapping[str, Any], timeout_s: float) -> RunLimits:
     """The version's limits: its config's lower values, and no longer than its timeout."""
-    values = {name: config[name] for name in LIMIT_FIELDS if name in config}
-    limits = RunLimits(**{**{n: getattr(DEFAULT_LIMITS, n) for n in LIMIT_FIELDS}, **values})
-    if limits.wall_s > timeout_s:
-        limits = RunLimits(**{**{n: getattr(limits, n) for n in LIMIT_FIELDS}, "wall_s": timeout_s})
-    return limits
+    limits = replace(DEFAULT_LIMITS, **{name: config[name] for name in LIMIT_FIELDS if name in config})
+    return replace(limits, wall_s=min(limits.wall_s, timeout_s))
 
 
 def run_sandbox(request: ExecutionRequest) -> dict[str, Any]:
@@ -65,7 +63,10 @@ def run_sandbox(request: ExecutionRequest) -> dict[str, Any]:
             )
         )
     limits = run_limits(request.config, request.timeout_s)
-    calls = run_calls(request)
+    try:
+        calls = run_calls(request)
+    except ToolHubError as refused:
+        raise ExecutionRejected(refused) from None
     try:
         report = run_code(
             str(request.arguments.get("code", "")),

@@ -35,7 +35,8 @@ def register_run_calls(factory: RunCallsFactory) -> None:
 
 
 def run_calls(request: ExecutionRequest) -> RunCalls:
-    """The tool calls of the run `request` asks for; RuntimeError before the gateway is ready."""
+    """The tool calls of the run `request` asks for. Raises the ToolHubError that refuses the
+    whole run (its agent or its place is gone); RuntimeError before the gateway is ready."""
     if not _FACTORY:
         raise RuntimeError("no code-run call factory is registered (the gateway app is not ready)")
     return _FACTORY[0](request)
