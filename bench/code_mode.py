@@ -50,8 +50,7 @@ class StartupFigures:
                f"{'':<52}{'p50 ms':>9}{'p95 ms':>9}"]
         for name, series in (("warm: a sandbox of the pool", self.warm_ms),
                              ("cold: bubblewrap and the interpreter started", self.cold_ms)):
-            p95 = statistics.quantiles(series, n=20)[-1] if len(series) > 1 else series[0]
-            out.append(f"{name:<52}{statistics.median(series):>9.1f}{p95:>9.1f}")
+            out.append(f"{name:<52}{statistics.median(series):>9.1f}{_p95(series):>9.1f}")
         return out + [f"the pool saves {self.cold_p50_ms - self.warm_p50_ms:.1f} ms a run at p50 "
                       f"({self.cold_p50_ms / self.warm_p50_ms:.1f}x)"]
 
