@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import httpx
 from django.conf import settings
 
 from apps.demo_shop.seed import SeedResult
@@ -19,6 +20,13 @@ IMPORTED_CALL = json.dumps(
     {"id": "c1", "name": IMPORTED_TOOL, "arguments": json.dumps({"order_id": REFUNDED_ORDER})}
 )
 BARE_IMPORTED = f"/bench/orders/{REFUNDED_ORDER}/refunds"
+# The same call as an MCP tools/call's params (ToolHub's own /mcp).
+IMPORTED_PARAMS = json.dumps({"name": IMPORTED_TOOL, "arguments": {"order_id": REFUNDED_ORDER}})
+
+PROTOCOL_VERSION = "2025-06-18"
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+# ToolHub's /mcp answers a result's envelope.
+TOOLHUB_OK = '"isError": false'
 
 
 @dataclass(frozen=True)
@@ -62,3 +70,18 @@ def bare_cancel_body(order_number: int) -> str:
     return json.dumps(
         {"user_id": BENCH_USER, "order_id": order_id(order_number), "reason": "customer_request"}
     )
+
+
+def mcp_session(url: str, headers: dict[str, str]) -> str:
+    """A session of the MCP server at `url`: initialize, then the initialized notification."""
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"}}}
+    answer = httpx.post(url, json=hello, headers={**MCP_HEADERS, **headers}, timeout=30)
+    session_id = answer.headers.get("mcp-session-id")
+    if answer.status_code != 200 or not session_id:
+        raise SystemExit(f"{url} refused initialize ({answer.status_code}): {answer.text[:300]}")
+    session = {**headers, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": PROTOCOL_VERSION}
+    httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+               headers={**MCP_HEADERS, **session}, timeout=30)
+    return session_id

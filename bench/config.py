@@ -10,7 +10,7 @@ import os
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
 WARM_UP_SECONDS = int(os.environ.get("BENCH_WARM_UP_SECONDS", "3"))
 # Loads compared with each other take turns, this many each (over_http.take_turns).
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "8"))
 # gunicorn runs with the production configuration (gunicorn.conf.py: gthread workers), 2
 # workers per core so that one waiting on the database or an executor does not idle a core.
@@ -19,6 +19,8 @@ THREADS = int(os.environ.get("BENCH_THREADS", "4"))  # gunicorn.conf.py's defaul
 LEDGER_SMALL = 10_000
 LEDGER_LARGE = int(os.environ.get("BENCH_LEDGER_ROWS", "1000000"))
 PROFILE_CALLS = int(os.environ.get("BENCH_PROFILE_CALLS", "200"))
+# make profile: seconds of each load recorded by py-spy (bench/flame_loads.py).
+FLAME_SECONDS = int(os.environ.get("BENCH_FLAME_SECONDS", "8"))
 # An admin page slower than this on its first load is not loaded five times more.
 SLOW_PAGE_S = 5
 PORT = int(os.environ.get("BENCH_PORT", "8765"))
@@ -28,6 +30,9 @@ MCP_OVER_REST_LIMIT = 0.10
 MCP_PORT = int(os.environ.get("BENCH_MCP_PORT", str(PORT + 1)))
 # The MCP bridge that runs stdio MCP servers for the bench's ToolHub (bench/stdio.py).
 BRIDGE_PORT = int(os.environ.get("BENCH_BRIDGE_PORT", str(PORT + 2)))
+# The trivial upstream of the imported GET pair (bench/static_upstream.py).
+STATIC_UPSTREAM_PORT = int(os.environ.get("BENCH_STATIC_UPSTREAM_PORT", str(PORT + 3)))
+STATIC_UPSTREAM_URL = f"http://127.0.0.1:{STATIC_UPSTREAM_PORT}"
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/toolhub_bench")
 ENV = {
     **os.environ,
@@ -37,10 +42,11 @@ ENV = {
     "CELERY_BROKER_URL": os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/10"),
     "TOOLHUB_DEMO_PAYMENTS_URL": f"http://127.0.0.1:{PORT}/demo/payments",
     "TOOLHUB_DEMO_SHIPPING_MCP_URL": f"http://127.0.0.1:{MCP_PORT}/mcp",
-    "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{PORT},127.0.0.1:{MCP_PORT}",
+    "TOOLHUB_EGRESS_ALLOW": f"127.0.0.1:{PORT},127.0.0.1:{MCP_PORT},127.0.0.1:{STATIC_UPSTREAM_PORT}",
     "TOOLHUB_MCP_BRIDGE_URL": f"http://127.0.0.1:{BRIDGE_PORT}",
     "TOOLHUB_DEFAULT_RATE_LIMIT_PER_MINUTE": "100000000",
     "LOG_LEVEL": "WARNING",
+    "BENCH_STATIC_UPSTREAM_URL": STATIC_UPSTREAM_URL,
 }
 
 BARE_SEARCH = (

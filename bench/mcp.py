@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import httpx
 from django.conf import settings
 
-from .calls import Access
+from .calls import MCP_HEADERS, PROTOCOL_VERSION, TOOLHUB_OK, Access, mcp_session
 from .config import (
     MCP_PORT,
     ROUNDS,
@@ -40,15 +40,12 @@ from .cpu import process_group
 from .load import ROOT, Load, Server, wait_until_healthy
 from .over_http import Target, take_turns
 
-PROTOCOL_VERSION = "2025-06-18"
 SHIPPING_LOG = ROOT / "var" / "bench-shipping.log"
 SHIPPING_STATE = ROOT / "var" / "bench-shipping.json"
 TRACK_PARAMS = json.dumps({"name": "track_shipment", "arguments": {"shipment_id": "SHP-000042"}})
 SEARCH_PARAMS = json.dumps({"name": "search_orders", "arguments": json.loads(SEARCH_ARGUMENTS)})
-# ToolHub answers a result's envelope; the shipping server (SDK, JSON or SSE) the tool's result.
-TOOLHUB_OK = '"isError": false'
+# The shipping server (SDK, JSON or SSE) answers the tool's result.
 SHIPPING_OK = '"structuredContent":{"shipment_id":"SHP-000042"'
-MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
 @dataclass(frozen=True)
@@ -90,21 +87,6 @@ def shipping_server() -> Iterator[int]:
         process.wait(timeout=30)
 
 
-def _session(url: str, headers: dict[str, str]) -> str:
-    """A session of the MCP server at `url`: initialize, then the initialized notification."""
-    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"}}}
-    answer = httpx.post(url, json=hello, headers={**MCP_HEADERS, **headers}, timeout=30)
-    session_id = answer.headers.get("mcp-session-id")
-    if answer.status_code != 200 or not session_id:
-        raise SystemExit(f"{url} refused initialize ({answer.status_code}): {answer.text[:300]}")
-    session = {**headers, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": PROTOCOL_VERSION}
-    httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-               headers={**MCP_HEADERS, **session}, timeout=30)
-    return session_id
-
-
 def _checked(url: str, headers: dict[str, str], params: str, expect: str) -> None:
     """One call as wrk will make it, which must answer what wrk will look for."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.loads(params)}
@@ -117,10 +99,10 @@ def measure_mcp(server: Server, access: Access, shipping_pid: int) -> McpFigures
     toolhub = f"{server.base_url}/mcp"
     direct_base = f"http://127.0.0.1:{MCP_PORT}"
     agent = {**MCP_HEADERS, **access.search}
-    agent["Mcp-Session-Id"] = _session(toolhub, access.search)
+    agent["Mcp-Session-Id"] = mcp_session(toolhub, access.search)
     key = {"Authorization": f"Bearer {settings.TOOLHUB_SECRETS['DEMO_SHIPPING_API_KEY']}"}
     upstream = {**MCP_HEADERS, **key, "MCP-Protocol-Version": PROTOCOL_VERSION,
-                "Mcp-Session-Id": _session(f"{direct_base}/mcp", key)}
+                "Mcp-Session-Id": mcp_session(f"{direct_base}/mcp", key)}
     _checked(toolhub, agent, TRACK_PARAMS, TOOLHUB_OK)
     _checked(toolhub, agent, SEARCH_PARAMS, TOOLHUB_OK)
     _checked(f"{direct_base}/mcp", upstream, TRACK_PARAMS, SHIPPING_OK)

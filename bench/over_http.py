@@ -13,7 +13,17 @@ from django.db import connection
 
 from apps.ledger.models import LedgerEntry, LedgerEvent
 
-from .calls import BARE_IMPORTED, IMPORTED_CALL, Access, cancel_arguments, invoke_body
+from .calls import (
+    BARE_IMPORTED,
+    IMPORTED_CALL,
+    IMPORTED_PARAMS,
+    MCP_HEADERS,
+    TOOLHUB_OK,
+    Access,
+    cancel_arguments,
+    invoke_body,
+    mcp_session,
+)
 from .config import (
     BARE_SEARCH,
     BATCH_ORDERS,
@@ -122,6 +132,10 @@ def measure_over_http(report: Report, server: Server, access: Access) -> None:
             Target("bare_imported", "bare view calling the refunds endpoint", BARE_IMPORTED),
             Target("governed_imported", "governed list_order_refunds (imported GET)", "/api/v1/invoke",
                    access.search, kind="call", body=IMPORTED_CALL),
+            Target("mcp_imported", "ToolHub /mcp tools/call: list_order_refunds", "/mcp",
+                   {**MCP_HEADERS, **access.search,
+                    "Mcp-Session-Id": mcp_session(f"{server.base_url}/mcp", access.search)},
+                   kind="mcp", body=IMPORTED_PARAMS, expect=TOOLHUB_OK),
         ]
         _same_answer(http, access)
         say(f"Warm-up (load average {load_average()}):")

@@ -24,6 +24,7 @@ from .config import (
     WORKERS,
 )
 from .load import WRK_THREADS, Load, Timings
+from .targets import FirstCall, verdict_lines
 
 if TYPE_CHECKING:
     from .code_mode import InnerCallFigures, StartupFigures
@@ -63,6 +64,8 @@ class Report:
     mcp: McpFigures | None = None
     stdio: StdioFigures | None = None
     code_mode: tuple[StartupFigures, InnerCallFigures] | None = None
+    first_call: FirstCall | None = None
+    flames: list[str] = field(default_factory=list)
 
 
 def machine_facts() -> list[str]:
@@ -116,6 +119,9 @@ def print_report(report: Report, *, only: str | None) -> None:
         out += ["", "Where the time of one invoke goes (ms per call; SQL = statements, tx = transactions, "
                 "ping = connection health checks, cache = Redis round trips; counts per call):", ""]
         out += report.profile
+        out += report.flames
+    if only in (None, "mcp"):
+        out += verdict_lines(report)
     print("\n".join(out))
 
 
@@ -154,6 +160,7 @@ def _loads(report: Report) -> list[str]:
         "replay": "replay of a committed cancel_order key",
         "bare_imported": "bare view calling the refunds endpoint",
         "governed_imported": "governed list_order_refunds (imported GET)",
+        "mcp_imported": "ToolHub /mcp tools/call, list_order_refunds",
     }
     for key, name in names.items():
         load = loads[key]

@@ -1,7 +1,7 @@
 """`make bench`: the cost of governance, as ratios and figures measured in one run.
 
     python -m bench.run              everything below (make bench)
-    python -m bench.run --profile    only where the time of one invoke goes (make profile)
+    python -m bench.run --profile    only where the time goes, in-process and under load (make profile)
     python -m bench.run --mcp        only the MCP loads (6 below)
     python -m bench.run --stdio      only the stdio MCP server (7 below)
     python -m bench.run --code       only code mode (8 below)
@@ -20,7 +20,8 @@ the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
 4. ledger size: the governed write's p50 at 10 k ledger rows and at BENCH_LEDGER_ROWS
    (default 1 M; 10 M takes ~10 more minutes), with the readonly search as a control; the
    ledger's admin pages at that size;
-5. where the time of one invoke goes, in-process (bench/stage_profile.py);
+5. where the time of one invoke goes, in-process (bench/stage_profile.py); with --profile only,
+   also py-spy recordings of gunicorn under each load of the targets (bench/flame_loads.py);
 6. MCP (bench/mcp.py): ToolHub's /mcp calling a tool of the demo shipping MCP server vs that
    server called directly; ToolHub's own /mcp tools/call vs REST invoke of the same tool;
 7. stdio (bench/stdio.py): mcp-server-time called through the SDK's stdio client directly vs
@@ -35,11 +36,23 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import nullcontext
 from urllib.parse import urlsplit
 
 import psycopg
 
-from .config import DATABASE_URL, ENV, LEDGER_LARGE, LEDGER_SMALL, PORT, THREADS, WORKERS, load_average, say
+from .config import (
+    DATABASE_URL,
+    ENV,
+    LEDGER_LARGE,
+    LEDGER_SMALL,
+    PORT,
+    STATIC_UPSTREAM_PORT,
+    THREADS,
+    WORKERS,
+    load_average,
+    say,
+)
 from .load import gunicorn
 
 
@@ -63,11 +76,13 @@ def main() -> None:
 
     from .calls import access_of
     from .code_mode import measure_code_mode, measure_inner_calls
+    from .flame_loads import flame_loads
     from .in_process import profile
     from .mcp import measure_mcp, shipping_server
     from .over_http import measure_over_http
     from .report import Report, machine_facts, print_report
     from .seed import bench_seed
+    from .static_refunds import static_refunds_upstream
     from .stdio import mcp_bridge, measure_stdio, seed_stdio
 
     say("Migrating and seeding a fresh bench database…")
@@ -78,8 +93,11 @@ def main() -> None:
     if only in (None, "profile"):
         bench_seed()
     report = Report(load_average={"start": started_at}, machine=machine_facts())
-    if only not in ("profile", "code"):
-        with gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server, \
+    if only != "code":
+        # The imported GET pair's upstream, only for the loads over HTTP that call it.
+        upstream = (static_refunds_upstream(port=STATIC_UPSTREAM_PORT) if only in (None, "profile")
+                    else nullcontext())
+        with upstream, gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server, \
                 shipping_server() as shipping_pid, mcp_bridge():
             if only is None:
                 measure_over_http(report, server, access)
@@ -88,6 +106,8 @@ def main() -> None:
             if only in (None, "stdio"):
                 seed_stdio()
                 report.stdio = measure_stdio(server, access)
+            if only == "profile":
+                report.flames = flame_loads(server, access)
     if only in (None, "code"):
         report.code_mode = (measure_code_mode(), measure_inner_calls())
     if only in (None, "profile"):

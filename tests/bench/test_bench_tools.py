@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -25,6 +24,8 @@ from bench.seed import (
     order_id,
     order_slot,
 )
+from bench.static_refunds import static_refunds_upstream
+from tests.mcp_upstream import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -76,22 +77,15 @@ def test_seeding_twice_adds_nothing(agent_api):
     assert Agent.objects.get(name="support-bot").tenant.tools.filter(name=WAIT_TOOL).count() == 1
 
 
-@pytest.fixture
-def payments_on_live_server(live_server: Any, settings: Any) -> None:
-    """The demo payments upstream (seeded from this setting) on a real loopback server."""
-    settings.TOOLHUB_DEMO_PAYMENTS_URL = f"{live_server.url}/demo/payments"
-
-
-# The imported tool calls the payments provider over HTTP: it must see committed refunds.
-@pytest.mark.django_db(transaction=True)
+# The static upstream answers the refunds the provider lists; both sides of the pair call it.
 @pytest.mark.urls("bench.urls")
-def test_the_imported_tool_and_its_bare_view_list_the_same_refunds(
-    payments_on_live_server, agent_api, client
-):
+def test_the_imported_tool_and_its_bare_view_list_the_same_refunds(agent_api, client, settings):
     call = json.loads(IMPORTED_CALL)
 
-    governed = agent_api.post("/api/v1/invoke", {"task_id": "t-1", "call": call}, format="json").json()
-    bare = client.get(BARE_IMPORTED)
+    with static_refunds_upstream(port=free_port()) as url:
+        settings.BENCH_STATIC_UPSTREAM_URL = url
+        governed = agent_api.post("/api/v1/invoke", {"task_id": "t-1", "call": call}, format="json").json()
+        bare = client.get(BARE_IMPORTED)
 
     assert governed["status"] == "ok"
     assert bare.status_code == 200
