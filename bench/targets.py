@@ -133,8 +133,8 @@ def _first_call(first: FirstCall | None) -> Verdict:
 def verdict_lines(report: Report) -> list[str]:
     rows = verdicts(report)
     out = ["", "Targets: governance at the cost of a bare Django view (each against its baseline, this run)",
-           f"{'figure':<58}{'this run':<52}{'before':<15}{'target':<22}verdict"]
-    out += [f"{v.figure:<58}{v.measured:<52}{v.before:<15}{v.target:<22}{v.word}" for v in rows]
+           f"{'figure':<58}{'this run':<66}{'before':<15}{'target':<22}verdict"]
+    out += [f"{v.figure:<58}{v.measured:<66}{v.before:<15}{v.target:<22}{v.word}" for v in rows]
     measured = [v for v in rows if v.met is not None]
     met = sum(1 for v in measured if v.met)
     out.append(f"targets met: {met} of {len(measured)} measured ({len(rows)} in all)")
