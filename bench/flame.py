@@ -1,13 +1,16 @@
 """py-spy recordings of gunicorn under a load, and their text summaries for docs/performance.md.
 
 py-spy samples every worker's threads (`--subprocesses`) without stopping them
-(`--nonblocking`), and leaves idle threads out: a sample is a moment a thread ran Python. The
-summary of a recording says where those moments went, two ways:
+(`--nonblocking`), only the thread holding the GIL (`--gil`): a sample is a moment a worker ran
+Python. (Its idle detection missed the threads of gunicorn's pool waiting for a request and
+those waiting on a socket: half the samples were waits.) The summary of a recording says where
+those moments went, two ways:
 
 - by library, the frame the sample was taken in (its leaf): Django, DRF, psycopg, redis,
   httpx, the MCP SDK, pydantic, the standard library, or ToolHub's own apps;
-- by function, every function on the stack (inclusive), the widest first, leaving out the
-  frames nearly every sample passes through (gunicorn's loop, the WSGI handler).
+- by function, every function on the stack of a request (inclusive), the widest first,
+  leaving out the frames nearly every request passes through (the WSGI handler, the
+  middleware chain), so the view and what it calls come first.
 
 `python -m bench.flame FILE` prints the summary of a recording made earlier.
 """
@@ -24,8 +27,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 SAMPLES_PER_S = 250
-# A function on more of the samples than this is the server's own loop, not a cost.
+# A function on more of a request's samples than this is the request chain, not a cost.
 EVERYWHERE = 0.9
+# The frame every sample of a request has on its stack.
+REQUEST_FRAME = ("WSGIHandler.__call__", "django/core/handlers/wsgi.py")
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<path>[^()]*?)(?::\d+)?\)$")
 
 
@@ -35,7 +40,7 @@ def recording(pid: int, out: Path) -> Iterator[None]:
     the block runs."""
     spy = subprocess.Popen(
         [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid), "--subprocesses",
-         "--nonblocking", "--rate", str(SAMPLES_PER_S), "--format", "raw", "--output", str(out)],
+         "--nonblocking", "--gil", "--rate", str(SAMPLES_PER_S), "--format", "raw", "--output", str(out)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -77,7 +82,7 @@ def summary(raw: Path, *, top: int = 12) -> list[str]:
     """The summary of a raw recording (see the module's docstring)."""
     by_leaf: Counter[str] = Counter()
     inclusive: Counter[tuple[str, str]] = Counter()
-    total = 0
+    total = in_requests = 0
     for line in raw.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")
         if not stack or not count_text.isdigit():
@@ -86,14 +91,18 @@ def summary(raw: Path, *, top: int = 12) -> list[str]:
         frames = _frames(stack)
         total += count
         by_leaf[library(frames[-1][1])] += count
-        for frame in set(frames):
-            inclusive[frame] += count
+        if REQUEST_FRAME in frames:
+            in_requests += count
+            for frame in set(frames):
+                inclusive[frame] += count
     if total == 0:
         return ["  (no samples)"]
-    out = [f"  {total} samples; where they were taken, by library:"]
+    out = [f"  {total} samples, {in_requests / total:.0%} in requests (the rest: gunicorn's loop, "
+           "background threads); where they were taken, by library:"]
     out += [f"    {name:<28}{count / total:>6.0%}" for name, count in by_leaf.most_common(top)]
-    out.append("  the widest functions (share of samples with the function on the stack):")
-    widest = [(frame, count) for frame, count in inclusive.most_common() if count / total <= EVERYWHERE]
+    out.append("  the widest functions of a request (share of all samples with the function on the stack):")
+    widest = [(frame, count) for frame, count in inclusive.most_common()
+              if count < EVERYWHERE * in_requests]
     out += [f"    {count / total:>5.0%}  {function} ({path})" for (function, path), count in widest[:top]]
     return out
 
