@@ -8,9 +8,10 @@ those moments went, two ways:
 
 - by library, the frame the sample was taken in (its leaf): Django, DRF, psycopg, redis,
   httpx, the MCP SDK, pydantic, the standard library, or ToolHub's own apps;
-- by function, every function on the stack of a request (inclusive), the widest first,
-  leaving out the frames nearly every request passes through (the WSGI handler, the
-  middleware chain), so the view and what it calls come first.
+- by function, every function on the stack (inclusive), the widest first, leaving out the
+  frames nearly every request passes through (the WSGI handler, the middleware chain) and
+  the threads' own start-up frames, so the view and what it calls come first, and the work
+  of other threads (an executor's event loop) beside it.
 
 `python -m bench.flame FILE` prints the summary of a recording made earlier.
 """
@@ -31,6 +32,8 @@ SAMPLES_PER_S = 250
 EVERYWHERE = 0.9
 # The frame every sample of a request has on its stack.
 REQUEST_FRAME = ("WSGIHandler.__call__", "django/core/handlers/wsgi.py")
+# Where every thread starts: on every sample of its thread, no cost of its own.
+THREAD_FILES = {"threading.py", "concurrent/futures/thread.py", ""}
 _FRAME = re.compile(r"^(?P<function>.*) \((?P<path>[^()]*?)(?::\d+)?\)$")
 
 
@@ -53,11 +56,15 @@ def recording(pid: int, out: Path) -> Iterator[None]:
 
 
 def _frames(stack: str) -> list[tuple[str, str]]:
-    """(function, file) of each frame of one folded stack, root first."""
+    """(function, file) of each frame of one folded stack, root first; py-spy's frame naming
+    the process (`process 123:"command"`) is left out."""
     frames = []
     for frame in stack.split(";"):
         match = _FRAME.match(frame)
-        frames.append((match["function"], match["path"]) if match else (frame, ""))
+        if match:
+            frames.append((match["function"], match["path"]))
+        elif not frame.startswith("process "):
+            frames.append((frame, ""))
     return frames
 
 
@@ -78,7 +85,7 @@ _STDLIB_PACKAGES = {
 }
 
 
-def summary(raw: Path, *, top: int = 12) -> list[str]:
+def summary(raw: Path, *, top: int = 12, functions: int = 16) -> list[str]:
     """The summary of a raw recording (see the module's docstring)."""
     by_leaf: Counter[str] = Counter()
     inclusive: Counter[tuple[str, str]] = Counter()
@@ -89,21 +96,22 @@ def summary(raw: Path, *, top: int = 12) -> list[str]:
             continue
         count = int(count_text)
         frames = _frames(stack)
+        if not frames:
+            continue
         total += count
         by_leaf[library(frames[-1][1])] += count
-        if REQUEST_FRAME in frames:
-            in_requests += count
-            for frame in set(frames):
-                inclusive[frame] += count
+        in_requests += count if REQUEST_FRAME in frames else 0
+        for frame in set(frames):
+            inclusive[frame] += count
     if total == 0:
         return ["  (no samples)"]
     out = [f"  {total} samples, {in_requests / total:.0%} in requests (the rest: gunicorn's loop, "
            "background threads); where they were taken, by library:"]
     out += [f"    {name:<28}{count / total:>6.0%}" for name, count in by_leaf.most_common(top)]
-    out.append("  the widest functions of a request (share of all samples with the function on the stack):")
-    widest = [(frame, count) for frame, count in inclusive.most_common()
-              if count < EVERYWHERE * in_requests]
-    out += [f"    {count / total:>5.0%}  {function} ({path})" for (function, path), count in widest[:top]]
+    out.append("  the widest functions (share of the samples with the function on the stack):")
+    widest = [((function, path), count) for (function, path), count in inclusive.most_common()
+              if path not in THREAD_FILES and count < EVERYWHERE * max(in_requests, 1)]
+    out += [f"    {count / total:>5.0%}  {name} ({path})" for (name, path), count in widest[:functions]]
     return out
 
 
