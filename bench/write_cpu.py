@@ -6,8 +6,8 @@
 PostgreSQL that others load too). This reads CPU time over `calls` calls of each scenario,
 taking turns in rounds: the process's (every thread: the request's, the executor's worker,
 the invocation log's writer) and, when PostgreSQL runs on this machine, that of its server
-processes for the bench database. Orders of slot 1 are put back to `paid` first, so it can
-run again on the same database.
+processes for the bench database. The bench user's cancelled orders are put back to `paid`
+first, so it can run again on the same database (it cancels orders of slot 1).
 """
 
 from __future__ import annotations
