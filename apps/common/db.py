@@ -6,17 +6,27 @@ COMMIT. Other databases (SQLite under `make run`) get the same guarantee from a
 transaction. Outside a transaction a single statement is atomic by itself; inside the
 caller's, it runs in a savepoint so that its failure (a unique key taken) leaves the
 caller's transaction usable, as `transaction.atomic()` would.
+
+These writes are on the ledger's path of every governed write, so their SQL text is built
+once per shape (the model and its columns), not per call: building it through the ORM's
+compiler and quoting every column name cost more CPU than sending the statement. And their
+parameters are bound on the server, so that psycopg prepares each statement after a few
+uses on a connection (the `prepare_threshold` option, toolhub/settings/base.py): PostgreSQL
+then skips parsing and planning it, which was 40 % of its CPU for an intent.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
-from .compat.django_sql import update_sql
+from .compat.django_cursors import new_server_binding_cursor
 
 
 def one_statement_writes() -> bool:
@@ -36,40 +46,43 @@ def insert_together(*instances: models.Model) -> None:
             for instance in instances:
                 instance.save(force_insert=True)
         return
-    statements = [_insert_sql(instance) for instance in instances]
-    *leading, (sql, _) = statements
-    if leading:
-        sql = "WITH " + ", ".join(f"w{n} AS ({part})" for n, (part, _) in enumerate(leading)) + " " + sql
-    params = [param for _, part_params in statements for param in part_params]
+    shapes = tuple(_shape(instance) for instance in instances)
+    params = [
+        value
+        for instance, shape in zip(instances, shapes, strict=True)
+        for value in _values(instance, _new_row_fields(*shape))
+    ]
     with _statement() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_insert_together_sql(shapes), params)
     for instance in instances:
         instance._state.adding = False
         instance._state.db = connection.alias
 
 
-def update_then_insert(queryset: models.QuerySet, values: dict[str, Any], then: models.Model) -> bool:
-    """UPDATE the rows of `queryset` with `values`; if any moved, INSERT `then` with them.
+def update_then_insert(
+    model: type[models.Model], *, where: dict[str, Any], values: dict[str, Any], then: models.Model
+) -> bool:
+    """UPDATE the rows of `model` whose fields equal `where` to `values`; if any moved,
+    INSERT `then` with them. Values are plain values, not expressions.
 
-    Returns whether rows moved. The condition in the queryset (`state = old`) is what makes
-    one of two concurrent movers win: the loser moves nothing and inserts nothing.
+    Returns whether rows moved. The condition (`state = old`) is what makes one of two
+    concurrent movers win: the loser moves nothing and inserts nothing.
     """
     if not one_statement_writes():
         with transaction.atomic():
-            if not queryset.update(**values):
+            if not model._default_manager.filter(**where).update(**values):
                 return False
             then.save(force_insert=True)
             return True
-    update, update_params = update_sql(queryset, values, using=connection.alias)
-    pk_column = connection.ops.quote_name(queryset.model._meta.pk.column)
-    columns, placeholders, insert_params = _row(then)
-    sql = (
-        f"WITH moved AS ({update} RETURNING {pk_column}) "
-        f"INSERT INTO {connection.ops.quote_name(then._meta.db_table)} ({columns}) "
-        f"SELECT {placeholders} FROM moved LIMIT 1 RETURNING 1"
-    )
+    database = _database()
+    params = [
+        *(_field(model, name).get_db_prep_save(value, database) for name, value in values.items()),
+        *(_field(model, name).get_db_prep_value(value, database) for name, value in where.items()),
+        *_values(then, _new_row_fields(*_shape(then))),
+    ]
+    sql = _update_then_insert_sql(model, tuple(where), tuple(values), _shape(then))
     with _statement() as cursor:
-        cursor.execute(sql, [*update_params, *insert_params])
+        cursor.execute(sql, params)
         moved = cursor.fetchone() is not None
     if moved:
         then._state.adding = False
@@ -91,7 +104,7 @@ def bulk_append(instances: Sequence[models.Model]) -> None:
     if not one_statement_writes():
         model._default_manager.bulk_create(instances)
         return
-    fields = _new_row_fields(instances[0])
+    fields = _new_row_fields(*_shape(instances[0]))
     table = connection.ops.quote_name(model._meta.db_table)
     columns = _column_list(fields)
     # The raw psycopg cursor raises psycopg's exceptions: wrapped, callers catch Django's
@@ -108,47 +121,103 @@ def bulk_append(instances: Sequence[models.Model]) -> None:
 @contextmanager
 def _statement() -> Iterator[Any]:
     if connection.in_atomic_block:
-        with transaction.atomic(), connection.cursor() as cursor:
+        with transaction.atomic(), new_server_binding_cursor(_database()) as cursor:
             yield cursor
     else:
-        with connection.cursor() as cursor:
+        with new_server_binding_cursor(_database()) as cursor:
             yield cursor
 
 
-def _insert_sql(instance: models.Model) -> tuple[str, Sequence[Any]]:
-    columns, placeholders, params = _row(instance)
-    table = connection.ops.quote_name(instance._meta.db_table)
-    return f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", params
+def _shape(instance: models.Model) -> tuple[type[models.Model], bool]:
+    return type(instance), _generated_pk(instance)
 
 
-def _row(instance: models.Model) -> tuple[str, str, list[Any]]:
-    """Columns, placeholders and parameters of a new row, prepared as Model.save() would."""
-    fields = _new_row_fields(instance)
-    columns = _column_list(fields)
-    return columns, ", ".join(["%s"] * len(fields)), _values(instance, fields)
+def _generated_pk(instance: models.Model) -> bool:
+    """Whether the database generates the row's primary key (an AutoField still empty)."""
+    return getattr(instance, instance._meta.pk.attname) is None
 
 
-def _new_row_fields(instance: models.Model) -> list[models.Field]:
-    """The columns a new row is written with: a database-generated primary key (an
-    AutoField still empty) is left to the database."""
-    return [
-        field
-        for field in instance._meta.concrete_fields
-        if not (field.primary_key and getattr(instance, field.attname) is None)
-    ]
+@cache
+def _insert_together_sql(shapes: tuple[tuple[type[models.Model], bool], ...]) -> str:
+    """One INSERT per row, the leading ones as CTEs of the last: one statement."""
+    *leading, last = (_insert_sql(*shape) for shape in shapes)
+    if not leading:
+        return last
+    return "WITH " + ", ".join(f"w{n} AS ({part})" for n, part in enumerate(leading)) + " " + last
+
+
+@cache
+def _update_then_insert_sql(
+    model: type[models.Model],
+    where: tuple[str, ...],
+    values: tuple[str, ...],
+    then: tuple[type[models.Model], bool],
+) -> str:
+    quote, meta = connection.ops.quote_name, model._meta
+    assignments = ", ".join(f"{quote(_column(_field(model, name)))} = %s" for name in values)
+    condition = " AND ".join(f"{quote(_column(_field(model, name)))} = %s" for name in where)
+    then_fields = _new_row_fields(*then)
+    selected = ", ".join(_typed_placeholder(field) for field in then_fields)
+    return (
+        f"WITH moved AS (UPDATE {quote(meta.db_table)} SET {assignments} WHERE {condition} "
+        f"RETURNING {quote(_column(meta.pk))}) "
+        f"INSERT INTO {quote(then[0]._meta.db_table)} ({_column_list(then_fields)}) "
+        f"SELECT {selected} FROM moved LIMIT 1 RETURNING 1"
+    )
+
+
+def _insert_sql(model: type[models.Model], generated_pk: bool) -> str:
+    fields = _new_row_fields(model, generated_pk)
+    table = connection.ops.quote_name(model._meta.db_table)
+    return f"INSERT INTO {table} ({_column_list(fields)}) VALUES ({_placeholders(fields)})"
+
+
+def _placeholders(fields: Sequence[models.Field]) -> str:
+    return ", ".join(["%s"] * len(fields))
+
+
+def _typed_placeholder(field: models.Field) -> str:
+    """A parameter in a SELECT list has no column to take its type from (bound on the server,
+    a string or None would be text): cast it to the column's type. Without its length, so
+    that a value too long for a varchar(n) stays an error instead of being cut."""
+    return f"CAST(%s AS {re.sub(r'[(][^)]*[)]', '', field.db_type(connection) or '')})"
+
+
+@cache
+def _new_row_fields(model: type[models.Model], generated_pk: bool) -> tuple[models.Field, ...]:
+    """The columns a new row is written with: a primary key the database generates is left
+    to the database."""
+    return tuple(
+        field for field in model._meta.concrete_fields if not (field.primary_key and generated_pk)
+    )
 
 
 def _column_list(fields: Sequence[models.Field]) -> str:
     """The quoted column names of concrete fields, comma-separated."""
-    quoted = []
-    for field in fields:
-        if field.column is None:
-            raise ValueError(f"{field} is not a concrete field: it has no column")
-        quoted.append(connection.ops.quote_name(field.column))
-    return ", ".join(quoted)
+    return ", ".join(connection.ops.quote_name(_column(field)) for field in fields)
+
+
+def _field(model: type[models.Model], name: str) -> models.Field:
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field):
+        raise ValueError(f"{model.__name__}.{name} is a relation seen from the other side, not a column")
+    return field
+
+
+def _column(field: models.Field) -> str:
+    if field.column is None:
+        raise ValueError(f"{field} is not a concrete field: it has no column")
+    return field.column
 
 
 def _values(instance: models.Model, fields: Sequence[models.Field]) -> list[Any]:
     """The row's values as the database takes them, filling the model's own on the way
     (auto_now timestamps), as save() does."""
-    return [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
+    database = _database()
+    return [field.get_db_prep_save(field.pre_save(instance, True), database) for field in fields]
+
+
+def _database() -> BaseDatabaseWrapper:
+    """The connection itself: every attribute read through `django.db.connection`, a proxy,
+    is a lookup in a context-local, which a row's values would repeat for every field."""
+    return connections[DEFAULT_DB_ALIAS]

@@ -50,8 +50,9 @@ def transition(
     if to_state in FINAL_STATES:
         fields.setdefault("settled_at", now)
     moved = update_then_insert(
-        LedgerEntry.objects.filter(pk=entry_id, state=from_state),
-        {"state": to_state, "updated_at": now, **fields},
+        LedgerEntry,
+        where={"id": entry_id, "state": from_state},
+        values={"state": to_state, "updated_at": now, **fields},
         then=LedgerEvent(
             entry_id=entry_id,
             from_state=from_state,

@@ -11,7 +11,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.common import db
@@ -184,3 +184,39 @@ def test_a_transition_inside_a_callers_transaction_rolls_back_with_it(write_path
     assert LedgerEntry.objects.get(pk=entry.pk).state == "intent"
     assert events_of(entry.pk) == [("", "intent", "agent:a")]
 
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transition_whose_event_cannot_be_written_moves_nothing(write_path, spec):
+    entry = ledger_open_intent(spec=spec, actor="agent:a").entry
+
+    with pytest.raises(DataError):
+        transition(entry_id=entry.pk, from_state="intent", to_state="committed", actor="x" * 201)
+
+    assert LedgerEntry.objects.get(pk=entry.pk).state == "intent"
+    assert events_of(entry.pk) == [("", "intent", "agent:a")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_once_prepared_the_statements_write_what_they_say(spec):
+    # psycopg prepares a statement on its fifth use on a connection (prepare_threshold).
+    calls = [f"call-{n}" for n in range(8)]
+    for n, call_id in enumerate(calls):
+        opened = ledger_open_intent(
+            spec=IntentSpec(**{**spec.__dict__, "call_id": call_id, "key": f"{spec.key}/{call_id}",
+                               "arguments": {"n": n}}),
+            actor="agent:a",
+        )
+        transition(entry_id=opened.entry.pk, from_state="intent", to_state="committed",
+                   actor="executor:python", note=f"done {n}", result={"n": n}, error=None)
+
+    stored = {e.call_id: e for e in LedgerEntry.objects.filter(call_id__in=calls)}
+    assert [(stored[c].state, stored[c].arguments, stored[c].result, stored[c].error) for c in calls] == [
+        ("committed", {"n": n}, {"n": n}, None) for n in range(8)
+    ]
+    assert [events_of(stored[c].pk)[-1] for c in calls] == [("intent", "committed", "executor:python")] * 8
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%ledger_ledgerentry%'"
+        )
+        assert cursor.fetchone() == (2,)

@@ -99,9 +99,18 @@ def database_from_env(default: str = environ.Env.NOTSET, *, var: str = "DATABASE
     config["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600)
     config["CONN_HEALTH_CHECKS"] = True
     if config["ENGINE"] == "django.db.backends.postgresql":
+        # Django's, with a health check that reads the socket instead of a SELECT 1 round trip.
+        config["ENGINE"] = "apps.common.postgresql"
         # A database host that drops packets would otherwise hang each request for minutes
         # (libpq waits forever by default): give up after a few seconds and answer 503.
         config.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+        # The ledger's writes bind their parameters on the server (apps/common/db.py), and psycopg
+        # prepares such a statement on its fifth use on a connection, which spares PostgreSQL
+        # planning it again. Django's own queries bind on the client and are never prepared.
+        # A connection pooler in transaction mode without prepared statements support (PgBouncer
+        # before 1.21) needs DATABASE_PREPARED_STATEMENTS=off.
+        if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+            config["OPTIONS"].setdefault("prepare_threshold", 5)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # SQLite is the zero-service demo default: wait for the writer lock instead of failing.
         config.setdefault("OPTIONS", {})["timeout"] = 20

@@ -6,11 +6,11 @@ import os
 os.environ["TOOLHUB_RUN_ENV"] = ""
 
 from .base import *  # noqa: E402, F403
-from .base import cache_from_env, env  # noqa: E402
+from .base import cache_from_env, database_from_env, env  # noqa: E402
 
-DATABASES = {
-    "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/toolhub"),
-}
+# Production's database options (health checks, prepared statements), on a new connection
+# per request.
+DATABASES = {"default": database_from_env("postgres://postgres@127.0.0.1:5432/toolhub")}
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 # A replica alias on the same test database (TEST MIRROR), for the tests of replica routing:
 # they install ReplicaRouter themselves, so no other test reads through it.
