@@ -12,7 +12,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from apps.gateway.executors.mcp.executor import REFUSAL_CODES
-from apps.gateway.executors.mcp.sessions import LOOP, Progress, SessionKey, call_on, leaf, on_session
+from apps.gateway.executors.mcp.sessions import LOOP, Progress, SessionKey, leaf, on_session
+from apps.gateway.executors.mcp.tool_call import call_on
 from apps.upstreams.bridge import NOT_RUNNING, PROCESS_STOPPED
 
 from .conftest import headers_for, hostile_launcher, url_for

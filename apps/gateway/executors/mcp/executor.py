@@ -2,8 +2,8 @@
 
 The version names the upstream (of kind `mcp`: its Streamable HTTP URL and credential, or for
 a stdio server the MCP bridge's address of the process that runs it, apps/upstreams/bridge.py)
-and the upstream's tool. Calls go through the official SDK client, on one session per upstream
-URL and credential reused by every call of the process (sessions.py).
+and the upstream's tool. Sessions are the SDK client's, one per upstream URL and credential,
+reused by every call of the process (sessions.py); a call is one POST on one (tool_call.py).
 
 The egress policy judges the URL and every address its host resolves to before a session
 is made, for a refusal that says why, and again on each connection the session's client
@@ -12,7 +12,7 @@ classified like the `http` executor's: refused by policy or configuration → `u
 nothing reached the server (connection refused, a failed handshake, a timeout before the
 call was sent, the bridge's "not running") → not sent; no answer in time after sending →
 timed out; the session broke after sending, or a JSON-RPC error other than a refusal of the
-request itself (the SDK reports a stream that ended without an answer as one) → ambiguous.
+request itself (a stream that ended without an answer is one, tool_call.py) → ambiguous.
 A JSON-RPC "invalid params" is a refusal of the arguments before anything ran:
 `invalid_args`, quoting the server's words as data. A result with `isError: true` is the
 server's refusal: an `upstream_error` quoting its text as data, its content in `raw`; on a
@@ -66,10 +66,10 @@ from ..base import (
 )
 from ..egress import destination_refusal
 from ..endpoint import Endpoint
-from .sessions import LOOP, Progress, Session, SessionKey, SessionLost, call_on, leaf, on_session
+from .sessions import LOOP, Progress, Session, SessionKey, SessionLost, leaf, on_session
+from .tool_call import call_on
 
 logger = logging.getLogger("toolhub.egress")
-
 MESSAGE_CHARS = 300
 DATA_CHARS = 200
 # JSON-RPC errors that refuse a request before it runs; any other may come after the tool ran.
@@ -235,16 +235,13 @@ def run_mcp(request: ExecutionRequest) -> Any:
             f"no answer from {request.tool_name}'s provider within {request.timeout_s} s"
         ) from None
     except MCPError as exc:
-        if progress.refused:
-            # The SDK answers a request whose connection was refused as "Connection closed".
-            raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider") from None
         if _not_running(exc):
             raise ExecutionNotSent(f"the MCP bridge has no process to send it to: {exc.message}") from None
         if exc.error.code == INVALID_PARAMS:
             raise _invalid_params(request, exc, endpoint) from None
         if exc.error.code not in REFUSAL_CODES:
-            # The SDK reports a stream that broke or ended without an answer as a JSON-RPC error
-            # of its own (and a server's internal error may come after the tool ran).
+            # A stream that broke or ended without an answer is reported as a JSON-RPC error
+            # (tool_call.py), and a server's internal error may come after the tool ran.
             raise ExecutionAmbiguous(
                 f"JSON-RPC error {exc.error.code} after sending: {exc.message}"
             ) from None

@@ -18,7 +18,7 @@ tool's timeout. The cache is read and written only on the loop's thread, so need
 
 A call is sent once more, on a new session, only when nothing of it can have been applied
 (on_session): the server no longer knew the session, its request's connection was refused
-(the session's transport marks the call, whose context the SDK sends it in), or it is a read.
+(the session's transport marks the call, whose context sends it), or it is a read.
 A serving process opens the sessions its granted tools use when it starts (opened, warm.py).
 """
 
@@ -41,7 +41,7 @@ from django.conf import settings
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, CallToolResult
+from mcp_types import CONNECTION_CLOSED
 
 from apps.common.compat.mcp_client import negotiate_auto
 from apps.common.egress import EgressRefused
@@ -101,6 +101,11 @@ class Session:
     # (restarted, or expired it) and ran nothing of that request.
     expired: asyncio.Event
     transport: AsyncEgressTransport
+    # The session's HTTP client and endpoint, on which calls are sent (tool_call.py), and the
+    # id a server of the handshake revisions gave it (None on 2026-07-28, which has none).
+    http: httpx2.AsyncClient
+    url: str
+    session_id: str | None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     error: BaseException | None = None
@@ -153,10 +158,13 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
     ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
 
     expired = asyncio.Event()
+    session_ids: list[str] = []
 
     async def on_response(response: httpx2.Response) -> None:
         if response.status_code == 404 and SESSION_ID_HEADER in response.request.headers:
             expired.set()
+        elif not session_ids and (session_id := response.headers.get(SESSION_ID_HEADER)):
+            session_ids.append(session_id)  # the handshake's answer
 
     transport = _Transport()
 
@@ -176,7 +184,9 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
                 # server/discover at the newest revision, the initialize handshake with a server
                 # that does not answer it, so each upstream is spoken to on the newest it serves.
                 await negotiate_auto(client)
-                session = Session(client, expired, transport)
+                session = Session(
+                    client, expired, transport, http, url, session_ids[0] if session_ids else None
+                )
                 ready.set_result(session)
                 await session.stop.wait()
         except Exception as exc:  # noqa: BLE001 - a broken session, whatever broke it
@@ -276,8 +286,9 @@ class Progress:
     refused: bool = False
 
 
-# The call whose request the session's client is sending: the SDK sends each request from a
-# task that runs in the caller's context, so the transport can tell that call what happened.
+# The call whose request the session's client is sending: a call is sent from the caller's
+# task (tool_call.py; the SDK's requests from a task in its context), so the transport can tell
+# that call what happened.
 _CALLING: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("mcp_calling", default=None)
 
 
@@ -353,7 +364,7 @@ async def opened(keys: list[SessionKey], *, timeout_s: float) -> list[BaseExcept
 
 async def _answered(session: Session, request: Callable[[Session], Awaitable[T]]) -> T:
     """`request`'s answer; AnswerTooLarge when it failed because an answer went past the byte
-    limit (the SDK reports that as a parse error, or a stream that ended without an answer)."""
+    limit (reported as a parse error, or a stream that ended without an answer)."""
     cut_off = session.transport.cut_off
     try:
         return await request(session)
@@ -361,23 +372,3 @@ async def _answered(session: Session, request: Callable[[Session], Awaitable[T]]
         if session.transport.cut_off > cut_off:
             raise AnswerTooLarge(settings.TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES) from None
         raise
-
-
-async def call_on(session: Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-    call = asyncio.ensure_future(session.client.call_tool(tool, arguments))
-    ended = asyncio.ensure_future(session.ended.wait())
-    try:
-        done, _ = await asyncio.wait({call, ended}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        ended.cancel()
-        if not call.done():
-            call.cancel()
-    if call in done:
-        try:
-            return call.result()
-        except MCPError:
-            raise
-        except Exception as exc:
-            session.stop.set()
-            raise SessionLost(leaf(exc)) from None
-    raise SessionLost(session.error)

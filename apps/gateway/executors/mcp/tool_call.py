@@ -1,0 +1,175 @@
+"""One `tools/call` on an open session, sent by ToolHub as one POST on the session's client.
+
+The SDK's `ClientSession.call_tool` cost more CPU than the HTTP request it makes: under a
+federated load, pydantic models of the request and of every message, the JSON-RPC
+dispatcher's anyio streams and a task per POST, and on each session's first call of a tool
+a `tools/list`, to check the answer against the output schema the server lists now. The
+session stays the SDK's (sessions.py: its revision, negotiated by the SDK, and its id); the
+call is put on the wire as the SDK would put it (stamped_headers: the revision's `_meta` and
+headers), through the session's own HTTP client (the egress transport, the answer limit, the
+404 that marks the session expired), and its answer is read as the SDK's transport reads it:
+
+- a JSON answer, or an SSE stream whose first JSON-RPC response or error is the answer
+  (notifications on the way are dropped; a request of the server is declined);
+- 202, a redirect off the endpoint's origin, or another content type: invalid request; an
+  HTTP error: its JSON-RPC error when it has one, else 404 is "session terminated" (a server
+  of session ids) or "not found", any other "server returned an error response";
+- an answer that is not JSON-RPC: a parse error; a stream that ends or breaks without an
+  answer: connection closed (a stream is not resumed: a read is sent again, a write is
+  `unknown`, on_session);
+- a result other than a complete one (input required, an extension's), or a connection that
+  breaks: the session is stopped and SessionLost raised, as the SDK's session ending would.
+
+What the answer's structured content is worth is checked by ToolHub against the version's
+reviewed output schema (pipeline/output.py), not against what the server lists today.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import httpx2
+from httpx2 import EventSource
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    CallToolResult,
+)
+
+from apps.common.compat.mcp_client import stamped_headers, stream_within_origin
+
+from .sessions import SESSION_ID_HEADER, Session, SessionLost, leaf
+
+# The SDK's bound on one event of an SSE answer.
+SSE_EVENT_BYTES = 1024 * 1024
+_CONTENT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+# Ids of ToolHub's own requests: strings, so never one of the SDK's integer ids on the session.
+_IDS = itertools.count(1)
+
+
+async def call_on(session: Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    """The server's result of `tool` called with `arguments`. Raises MCPError (the server's
+    JSON-RPC error, or one standing for an answer that never came whole) or SessionLost."""
+    try:
+        return CallToolResult.model_validate(_complete(await _answered(session, tool, arguments)))
+    except MCPError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the connection or the answer broke: the session with it
+        session.stop.set()
+        raise SessionLost(leaf(exc)) from None
+
+
+def _headers(session: Session) -> dict[str, str]:
+    """What every POST on the session carries; a request adds what its stamp says."""
+    headers = dict(_CONTENT)
+    if session.session_id:
+        headers[SESSION_ID_HEADER] = session.session_id
+    if version := session.client.protocol_version:
+        headers[MCP_PROTOCOL_VERSION_HEADER] = version
+    return headers
+
+
+async def _answered(session: Session, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {"method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    headers = {**_headers(session), **stamped_headers(session.client, data)}
+    body = {"jsonrpc": "2.0", "id": f"toolhub-{next(_IDS)}", **data}
+    post = stream_within_origin(session.http, "POST", session.url, json=body, headers=headers)
+    async with post as response:
+        status = response.status_code
+        if status == 202:
+            raise MCPError(INVALID_REQUEST, "server answered a request with 202 Accepted")
+        if 300 <= status < 400 and (location := response.headers.get("location")):
+            raise MCPError(INVALID_REQUEST, f"Redirect to {location} not followed")
+        content_type = response.headers.get("content-type", "").lower()
+        if status >= 400:
+            raise await _http_error(session, response, content_type)
+        if content_type.startswith("application/json"):
+            try:
+                message = json.loads(await response.aread())
+            except (httpx2.StreamError, ValueError) as exc:
+                raise MCPError(PARSE_ERROR, f"Failed to parse JSON response: {exc}") from None
+            return _result_of(message)
+        if content_type.startswith("text/event-stream"):
+            return await _streamed(session, response)
+        raise MCPError(INVALID_REQUEST, f"Unexpected content type: {content_type}")
+
+
+async def _http_error(session: Session, response: httpx2.Response, content_type: str) -> MCPError:
+    if content_type.startswith("application/json"):
+        try:
+            message = json.loads(await response.aread())
+        except (httpx2.StreamError, ValueError):
+            message = None
+        if isinstance(message, dict) and isinstance(error := message.get("error"), dict):
+            return _error(error)
+    if response.status_code == 404:
+        if session.session_id:
+            return MCPError(INVALID_REQUEST, "Session terminated")
+        return MCPError(METHOD_NOT_FOUND, "Not Found")
+    return MCPError(INTERNAL_ERROR, "Server returned an error response")
+
+
+async def _streamed(session: Session, response: httpx2.Response) -> dict[str, Any]:
+    """The answer on an SSE stream: its first JSON-RPC response or error."""
+    try:
+        async for event in EventSource(response, max_event_size=SSE_EVENT_BYTES):
+            if event.event != "message" or not event.data:
+                continue
+            try:
+                message = json.loads(event.data)
+            except ValueError as exc:
+                raise MCPError(PARSE_ERROR, f"Failed to parse SSE message: {exc}") from None
+            if isinstance(message, dict) and "method" in message:
+                if "id" in message:
+                    await _decline(session, message)
+                continue
+            return _result_of(message)
+    except MCPError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever broke the stream, no answer came
+        raise MCPError(CONNECTION_CLOSED, f"SSE stream failed: {type(leaf(exc)).__name__}") from None
+    raise MCPError(CONNECTION_CLOSED, "SSE stream ended without a response")
+
+
+async def _decline(session: Session, request: dict[str, Any]) -> None:
+    """Answer a request of the server made during a call: a ping, or no for anything else
+    (ToolHub offers a server no sampling, elicitation or roots)."""
+    if request["method"] == "ping":
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"], "result": {}}
+    else:
+        answer = {"jsonrpc": "2.0", "id": request["id"],
+                  "error": {"code": METHOD_NOT_FOUND, "message": f"{request['method']} is not offered"}}
+    headers = _headers(session)
+    async with stream_within_origin(session.http, "POST", session.url, json=answer, headers=headers):
+        pass
+
+
+def _result_of(message: Any) -> dict[str, Any]:
+    """The result of a JSON-RPC response; MCPError for an error or anything else."""
+    if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
+        if isinstance(error := message.get("error"), dict):
+            raise _error(error)
+        if isinstance(result := message.get("result"), dict):
+            return result
+    raise MCPError(PARSE_ERROR, "Failed to parse the response: not a JSON-RPC response")
+
+
+def _error(error: dict[str, Any]) -> MCPError:
+    code, message = error.get("code"), error.get("message")
+    if not isinstance(code, int) or not isinstance(message, str):
+        return MCPError(PARSE_ERROR, "Failed to parse the response: a malformed JSON-RPC error")
+    return MCPError(code, message, error.get("data"))
+
+
+def _complete(result: dict[str, Any]) -> dict[str, Any]:
+    """A complete result (2026-07-28 also has `input_required`, and extensions their own)."""
+    if (kind := result.get("resultType", "complete")) != "complete":
+        raise RuntimeError(f"the server answered a result of type {kind!r}, which ToolHub does not take")
+    return result
