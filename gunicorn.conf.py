@@ -82,12 +82,19 @@ def post_fork(server: Any, worker: Any) -> None:
 
 def post_worker_init(worker: Any) -> None:
     """Once the worker has loaded Django, open the sessions of the MCP upstreams that granted
-    tools call, on a thread of its own (TOOLHUB_MCP_WARM_S): the first call needs no handshake,
-    and the worker serves at once. After the fork: the sessions' event loop is the worker's."""
-    from apps.gateway.outbound import mcp_sessions_warm_soon
+    tools call, on a thread of its own (TOOLHUB_MCP_WARM_S): the first call needs no handshake.
+    After the fork: the sessions' event loop is the worker's. Meanwhile, before the worker
+    serves, load the catalogs of the agents that called last (tens of ms, the database only),
+    which an agent's first call to the worker would otherwise wait for. The worker's main
+    thread serves no request, so its database connection is closed after."""
+    from django.db import connections
+
+    from apps.gateway.outbound import agent_catalogs_warm, mcp_sessions_warm_soon
 
     _freeze_loaded_objects()
     mcp_sessions_warm_soon()
+    agent_catalogs_warm()
+    connections.close_all()
 
 
 def _freeze_loaded_objects() -> None:

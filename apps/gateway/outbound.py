@@ -18,6 +18,8 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 
 from apps.common.egress import EgressRefused
+from apps.common.errors import ToolHubError
+from apps.tenancy.selectors import agents_recently_calling
 
 from .executors.answer_limit import ResponseTooLarge
 from .executors.egress import EgressTransport
@@ -25,7 +27,8 @@ from .executors.http.executor import shared_client
 from .executors.mcp.executor import ListingFailed, list_mcp_tools
 from .executors.mcp.warm import warm_mcp_sessions
 from .executors.sandbox.runs import prewarm_sandboxes
-from .selectors import mcp_uses
+from .pipeline.schema import compiled_validator
+from .selectors import agent_catalog, mcp_uses
 
 __all__ = [
     "FetchFailed",
@@ -36,12 +39,15 @@ __all__ = [
     "ListingFailed",
     "fetch_document",
     "http_client",
+    "agent_catalogs_warm",
     "list_mcp_tools",
     "mcp_sessions_warm",
     "mcp_sessions_warm_soon",
 ]
 
 USER_AGENT = "ToolHub/1"
+# The agents whose catalogs a starting process loads (the most recently calling first).
+WARM_AGENTS = 100
 logger = logging.getLogger("toolhub.egress")
 
 
@@ -136,6 +142,28 @@ def mcp_sessions_warm() -> None:
     else:
         logger.info("MCP sessions opened at start: %d, %d skipped, in %d ms", warmed.opened, warmed.skipped,
                     took_ms)
+
+
+def agent_catalogs_warm() -> None:
+    """Load the catalogs of the agents that called most recently (at most WARM_AGENTS) and
+    build the argument validators of what they may call, into the process's memos, so that
+    an agent's first call to a new process does not pay them (tens of ms). Reads grants,
+    versions, toolsets and policies. Never raises for the database: a catalog not loaded is
+    loaded by its first call."""
+    started = time.monotonic()
+    try:
+        agents = agents_recently_calling(limit=WARM_AGENTS)
+        for tenant_id, agent_id in agents:
+            for version in agent_catalog(tenant_id=tenant_id, agent_id=agent_id).callable.values():
+                try:
+                    compiled_validator(version)
+                except ToolHubError:
+                    pass  # an unusable schema: its call is refused as it would have been
+    except DatabaseError as exc:
+        logger.warning("agent catalogs not loaded at start: the database failed (%s)", type(exc).__name__)
+        return
+    logger.info("agent catalogs loaded at start: %d, in %d ms", len(agents),
+                round((time.monotonic() - started) * 1000))
 
 
 def mcp_sessions_warm_soon() -> None:

@@ -68,3 +68,21 @@ def task_tool_ids_opened(*, tenant_id: int, agent_id: int, task_id: str) -> set[
         .filter(agent_id=agent_id, task_id=task_id)
         .values_list("tool_id", flat=True)
     )
+
+
+def agents_recently_calling(*, limit: int) -> list[tuple[int, int]]:
+    """(tenant id, agent id) of the active agents whose keys were used most recently, at most
+    `limit`, the most recent first."""
+    rows = (
+        AgentKey.objects.filter(
+            revoked_at__isnull=True, last_used_at__isnull=False, agent__active=True, tenant__active=True
+        )
+        .order_by("-last_used_at")
+        .values_list("tenant_id", "agent_id")
+    )
+    agents: dict[tuple[int, int], None] = {}
+    for row in rows.iterator():
+        agents.setdefault(row)
+        if len(agents) == limit:
+            break
+    return list(agents)

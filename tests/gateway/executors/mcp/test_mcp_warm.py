@@ -160,6 +160,7 @@ def test_web_and_worker_processes_warm_up_on_start(monkeypatch, tmp_path):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     started: list[str] = []
     monkeypatch.setattr(outbound, "mcp_sessions_warm_soon", lambda: started.append("warm"))
+    monkeypatch.setattr(outbound, "agent_catalogs_warm", lambda: started.append("catalogs"))
     monkeypatch.setattr(outbound, "code_runs_warm_soon", lambda: started.append("sandboxes"))
     spec = importlib.util.spec_from_file_location(
         "gunicorn_conf", Path(__file__).resolve().parents[4] / "gunicorn.conf.py"
@@ -172,5 +173,6 @@ def test_web_and_worker_processes_warm_up_on_start(monkeypatch, tmp_path):
     gunicorn_conf.post_worker_init(worker=None)
     toolhub.celery._warm_up()
 
-    # then: code runs execute on the workers only, so only they start sandboxes ahead
-    assert started == ["warm", "warm", "sandboxes"]
+    # then: code runs execute on the workers only, so only they start sandboxes ahead; agents
+    # call the web processes, which load their catalogs before serving
+    assert started == ["warm", "catalogs", "warm", "sandboxes"]

@@ -1,0 +1,56 @@
+"""A starting web process loads the catalogs of the agents that called last, so an agent's
+first call to it does not wait for them; what is loaded is still the memo of a catalog
+generation, so a change made later is seen by the next call."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from apps.catalog.models import VersionStatus
+from apps.gateway.outbound import agent_catalogs_warm
+from apps.gateway.selectors import agent_catalog
+from apps.tenancy.models import AgentKey, Grant
+from apps.tenancy.services import agent_key_issue, grant_delete
+from tests.factories import AgentFactory, GrantFactory, ToolFactory, ToolVersionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _granted_tool(agent, name: str) -> Grant:
+    tool = ToolFactory(tenant=agent.tenant, name=name)
+    ToolVersionFactory(tool=tool, status=VersionStatus.PUBLISHED)
+    return GrantFactory(tenant=agent.tenant, agent=agent, tool=tool)
+
+
+def test_a_starting_process_has_the_catalog_of_an_agent_that_called(agent, django_assert_num_queries):
+    # given: an agent granted a tool, whose key was used, and one whose key never was
+    _granted_tool(agent, "find_things")
+    AgentKey.objects.filter(pk=agent_key_issue(agent=agent).key.pk).update(last_used_at=timezone.now())
+    silent = AgentFactory(tenant=agent.tenant, name="silent")
+    agent_key_issue(agent=silent)
+
+    # when
+    agent_catalogs_warm()
+
+    # then: the agent's catalog is in memory (no query); the other's is read on its first call
+    with django_assert_num_queries(0):
+        catalog = agent_catalog(tenant_id=agent.tenant_id, agent_id=agent.pk)
+    assert "find_things" in catalog.callable
+    with django_assert_num_queries(6):
+        agent_catalog(tenant_id=silent.tenant_id, agent_id=silent.pk)
+
+
+def test_a_grant_removed_after_the_start_is_seen_by_the_next_call(agent, django_capture_on_commit_callbacks):
+    # given: a loaded catalog with a granted tool
+    grant = _granted_tool(agent, "find_things")
+    AgentKey.objects.filter(pk=agent_key_issue(agent=agent).key.pk).update(last_used_at=timezone.now())
+    agent_catalogs_warm()
+
+    # when
+    with django_capture_on_commit_callbacks(execute=True):
+        grant_delete(grant=grant, actor="test")
+
+    # then
+    catalog = agent_catalog(tenant_id=agent.tenant_id, agent_id=agent.pk)
+    assert "find_things" not in catalog.callable and "find_things" in catalog.refused
