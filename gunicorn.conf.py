@@ -23,6 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from typing import Any
 
 from apps.common.logs import logging_config_from_env
@@ -80,21 +81,54 @@ def post_fork(server: Any, worker: Any) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
+# How long a starting worker waits for its MCP sessions before it serves: long enough for a
+# handshake (tens of ms), short enough that an upstream that does not answer delays no start.
+SESSIONS_WAIT_S = 1.0
+
+
 def post_worker_init(worker: Any) -> None:
-    """Once the worker has loaded Django, open the sessions of the MCP upstreams that granted
-    tools call, on a thread of its own (TOOLHUB_MCP_WARM_S): the first call needs no handshake.
-    After the fork: the sessions' event loop is the worker's. Meanwhile, before the worker
-    serves, load the catalogs of the agents that called last (tens of ms, the database only),
-    which an agent's first call to the worker would otherwise wait for. The worker's main
-    thread serves no request, so its database connection is closed after."""
+    """Once the worker has loaded Django, leave what it loaded out of the garbage collector's
+    full collections, then pay before it serves what its first requests would: the sessions
+    of the MCP upstreams that granted tools call (opened on a thread of their own within
+    TOOLHUB_MCP_WARM_S, waited for at most SESSIONS_WAIT_S; after the fork, so their event
+    loop is the worker's), the catalogs of the agents that called last (the database only),
+    and each request thread with its database and cache connections. The worker's main
+    thread serves no request, so its own database connection is closed."""
     from django.db import connections
 
     from apps.gateway.outbound import agent_catalogs_warm, mcp_sessions_warm_soon
 
     _freeze_loaded_objects()
-    mcp_sessions_warm_soon()
+    sessions = mcp_sessions_warm_soon()
     agent_catalogs_warm()
     connections.close_all()
+    _connect_request_threads(worker)
+    sessions.join(timeout=SESSIONS_WAIT_S)
+
+
+def _connect_request_threads(worker: Any) -> None:
+    """Start the worker's request threads (gthread's pool) and open each one's database and
+    cache connections, which its first request would otherwise open."""
+    pool = getattr(worker, "tpool", None)
+    if pool is None:
+        return
+    from concurrent.futures import wait
+
+    from django.core.cache import cache
+    from django.db import connection
+
+    # Every thread waits for the others, so each task runs on a thread of its own.
+    started = threading.Barrier(worker.cfg.threads, timeout=5)
+
+    def connect() -> None:
+        try:
+            started.wait()
+        except threading.BrokenBarrierError:
+            pass
+        connection.ensure_connection()
+        cache.get("toolhub:warm")
+
+    wait([pool.submit(connect) for _ in range(worker.cfg.threads)], timeout=10)
 
 
 def _freeze_loaded_objects() -> None:

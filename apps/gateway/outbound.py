@@ -166,9 +166,9 @@ def agent_catalogs_warm() -> None:
                 round((time.monotonic() - started) * 1000))
 
 
-def mcp_sessions_warm_soon() -> None:
-    """mcp_sessions_warm on a daemon thread: a serving process (a gunicorn worker once its
-    application is loaded, a Celery worker process once forked) starts without waiting."""
+def mcp_sessions_warm_soon() -> threading.Thread:
+    """mcp_sessions_warm on a daemon thread (returned): a serving process (a gunicorn worker
+    once its application is loaded, a Celery worker process once forked) need not wait."""
 
     def run() -> None:
         try:
@@ -176,7 +176,9 @@ def mcp_sessions_warm_soon() -> None:
         finally:
             connections.close_all()
 
-    threading.Thread(target=run, name="toolhub-mcp-warm", daemon=True).start()
+    thread = threading.Thread(target=run, name="toolhub-mcp-warm", daemon=True)
+    thread.start()
+    return thread
 
 
 def code_runs_warm_soon() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,7 +160,14 @@ def test_web_and_worker_processes_warm_up_on_start(monkeypatch, tmp_path):
     # given: gunicorn's configuration, read without making a metrics directory of its own
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     started: list[str] = []
-    monkeypatch.setattr(outbound, "mcp_sessions_warm_soon", lambda: started.append("warm"))
+
+    def warm_soon() -> threading.Thread:
+        started.append("warm")
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        return thread
+
+    monkeypatch.setattr(outbound, "mcp_sessions_warm_soon", warm_soon)
     monkeypatch.setattr(outbound, "agent_catalogs_warm", lambda: started.append("catalogs"))
     monkeypatch.setattr(outbound, "code_runs_warm_soon", lambda: started.append("sandboxes"))
     spec = importlib.util.spec_from_file_location(
