@@ -26,7 +26,7 @@ import httpx
 from .config import ENV, PORT, load_average, say
 from .load import gunicorn
 
-FIRST_CALL_PORT = int(os.environ.get("BENCH_FIRST_CALL_PORT", str(PORT + 3)))
+FIRST_CALL_PORT = int(os.environ.get("BENCH_FIRST_CALL_PORT", str(PORT + 4)))
 FIRST_CALL_ROUNDS = int(os.environ.get("BENCH_FIRST_CALL_ROUNDS", "5"))
 WARM_CALLS = 20
 TRACK_ARGUMENTS = json.dumps({"shipment_id": "SHP-000042"})
