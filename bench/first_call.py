@@ -1,6 +1,6 @@
 """The first federated call of a fresh gunicorn worker, against a warm one.
 
-    python -m bench.first_call     alone: a fresh bench database, the shipping server, this
+    python -m bench.run --first-call     only this (make bench runs it after the MCP loads)
 
 A gunicorn of one worker (gunicorn.conf.py, as in production) is started, and as soon as it
 answers /healthz the first REST invoke of track_shipment (a tool of the demo shipping MCP
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from .config import ENV, PORT, load_average, say
+from .config import ENV, PORT
 from .load import gunicorn
 
 FIRST_CALL_PORT = int(os.environ.get("BENCH_FIRST_CALL_PORT", str(PORT + 4)))
@@ -83,37 +83,5 @@ def report_lines(figures: FirstCall) -> list[str]:
         f"{len(figures.first_ms)} workers",
         f"  first call      p50 {figures.first_p50_ms:7.1f} ms   ({firsts})",
         f"  warm call       p50 {figures.warm_p50_ms:7.1f} ms   ({len(figures.warm_ms)} calls)",
-        f"  first / warm        {figures.ratio:7.1f}x   target <= 2x  "
-        f"{'met' if figures.ratio <= 2 else 'not met'}",
+        f"  first / warm        {figures.ratio:7.1f}x",
     ]
-
-
-def main() -> None:
-    from .run import _fresh_database
-
-    _fresh_database()
-    os.environ.update(ENV)
-    import django
-
-    django.setup()
-    from django.core.cache import cache
-    from django.core.management import call_command
-
-    from apps.demo_shop.seed import demo_seed
-
-    from .calls import access_of
-    from .mcp import shipping_server
-
-    say("Migrating and seeding a fresh bench database…")
-    call_command("migrate", verbosity=0)
-    cache.clear()
-    access = access_of(demo_seed())
-    with shipping_server():
-        say(f"First calls (load average {load_average()}):")
-        figures = measure_first_call(access)
-    for line in report_lines(figures):
-        say(line)
-
-
-if __name__ == "__main__":
-    main()

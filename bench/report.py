@@ -23,11 +23,13 @@ from .config import (
     WARM_UP_SECONDS,
     WORKERS,
 )
+from .first_call import report_lines as first_call_lines
 from .load import WRK_THREADS, Load, Timings
-from .targets import FirstCall, verdict_lines
+from .targets import verdict_lines
 
 if TYPE_CHECKING:
     from .code_mode import InnerCallFigures, StartupFigures
+    from .first_call import FirstCall
     from .mcp import McpFigures
     from .stdio import StdioFigures
 
@@ -95,12 +97,14 @@ def _verdict(ok: bool) -> str:
 
 
 def print_report(report: Report, *, only: str | None) -> None:
-    """Every figure of `report`; `only` names the one part run ("profile", "mcp", "stdio", "code")."""
+    """Every figure of `report`; `only` names the one part run ("profile", "mcp", "stdio", "code",
+    "first-call")."""
     title = {
         "profile": "ToolHub profile: make profile",
         "mcp": "ToolHub benchmark: the MCP part of make bench",
         "stdio": "ToolHub benchmark: the stdio part of make bench",
         "code": "ToolHub benchmark: the code mode part of make bench",
+        "first-call": "ToolHub benchmark: a fresh worker's first call, part of make bench",
     }.get(only or "", "ToolHub benchmark: one run of make bench")
     out: list[str] = ["", "=" * 100, title, "=" * 100]
     out += [f"machine: {line}" for line in report.machine]
@@ -110,6 +114,8 @@ def print_report(report: Report, *, only: str | None) -> None:
         out += _loads(report) + _batches(report) + _ledger(report)
     if report.mcp is not None:
         out += _mcp(report.mcp)
+    if report.first_call is not None:
+        out += ["", *first_call_lines(report.first_call)]
     if report.stdio is not None:
         out += report.stdio.lines()
     if report.code_mode is not None:
@@ -120,7 +126,7 @@ def print_report(report: Report, *, only: str | None) -> None:
                 "ping = connection health checks, cache = Redis round trips; counts per call):", ""]
         out += report.profile
         out += report.flames
-    if only in (None, "mcp"):
+    if only in (None, "mcp", "first-call"):
         out += verdict_lines(report)
     print("\n".join(out))
 

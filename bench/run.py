@@ -5,6 +5,7 @@
     python -m bench.run --mcp        only the MCP loads (6 below)
     python -m bench.run --stdio      only the stdio MCP server (7 below)
     python -m bench.run --code       only code mode (8 below)
+    python -m bench.run --first-call only a fresh worker's first call (9 below)
 
 Recreates its own database (BENCH_DATABASE_URL, whose name must contain "bench"), seeds
 the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
@@ -27,7 +28,11 @@ the demo and the bench-only tools, starts gunicorn on PostgreSQL and Redis with
 7. stdio (bench/stdio.py): mcp-server-time called through the SDK's stdio client directly vs
    through ToolHub (REST invoke → the MCP bridge → the same server under bubblewrap);
 8. code mode (bench/code_mode.py): a run's start-up from the warm pool vs a cold sandbox; a
-   governed search_orders made by a run's code vs the same call made directly, in-process.
+   governed search_orders made by a run's code vs the same call made directly, in-process;
+9. a fresh worker's first call (bench/first_call.py): the first federated call of a new
+   one-worker gunicorn against its warm calls, 5 workers one after another.
+
+Every run that makes their loads ends with the table of performance targets (bench/targets.py).
 
 Knobs: bench/config.py. Method and figures: docs/performance.md.
 """
@@ -58,7 +63,8 @@ from .load import gunicorn
 
 def main() -> None:
     only = next(
-        (flag[2:] for flag in ("--profile", "--mcp", "--stdio", "--code") if flag in sys.argv[1:]), None
+        (flag[2:] for flag in ("--profile", "--mcp", "--stdio", "--code", "--first-call")
+         if flag in sys.argv[1:]), None
     )
     if LEDGER_LARGE <= LEDGER_SMALL:
         raise SystemExit(f"BENCH_LEDGER_ROWS must be more than {LEDGER_SMALL:,}.")
@@ -76,6 +82,7 @@ def main() -> None:
 
     from .calls import access_of
     from .code_mode import measure_code_mode, measure_inner_calls
+    from .first_call import measure_first_call
     from .flame_loads import flame_loads
     from .in_process import profile
     from .mcp import measure_mcp, shipping_server
@@ -103,6 +110,8 @@ def main() -> None:
                 measure_over_http(report, server, access)
             if only in (None, "mcp"):
                 report.mcp = measure_mcp(server, access, shipping_pid)
+            if only in (None, "first-call"):
+                report.first_call = measure_first_call(access)
             if only in (None, "stdio"):
                 seed_stdio()
                 report.stdio = measure_stdio(server, access)

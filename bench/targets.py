@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .load import Load
 
 if TYPE_CHECKING:
+    from .first_call import FirstCall
     from .report import Report
 
 # The most server CPU (gunicorn + PostgreSQL) a governed readonly http call may cost, in ms.
@@ -45,14 +46,6 @@ class Verdict:
     @property
     def word(self) -> str:
         return "not measured" if self.met is None else ("met" if self.met else "NOT MET")
-
-
-@dataclass(frozen=True)
-class FirstCall:
-    """A fresh gunicorn worker's first federated call against its warm calls (bench/first_call.py)."""
-
-    first_ms: float
-    warm_ms: float
 
 
 def verdicts(report: Report) -> list[Verdict]:
@@ -125,9 +118,8 @@ def _first_call(first: FirstCall | None) -> Verdict:
                               f"<= {FIRST_CALL_OVER_WARM:.0f} x a warm call")
     if first is None:
         return _missing(figure, before, target)
-    ratio = first.first_ms / first.warm_ms
-    measured = f"{first.first_ms:.1f} ms, warm {first.warm_ms:.1f} ms ({ratio:.1f} x)"
-    return Verdict(figure, measured, before, target, first.first_ms <= FIRST_CALL_OVER_WARM * first.warm_ms)
+    measured = f"p50 {first.first_p50_ms:.1f} ms, warm {first.warm_p50_ms:.1f} ms ({first.ratio:.2f} x)"
+    return Verdict(figure, measured, before, target, first.ratio <= FIRST_CALL_OVER_WARM)
 
 
 def verdict_lines(report: Report) -> list[str]:
