@@ -10,12 +10,13 @@ read the row just before the revocation committed.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from django.core.cache import cache
 from django.utils import timezone
-from rest_framework import authentication, exceptions
+from rest_framework import HTTP_HEADER_ENCODING, authentication, exceptions
 from rest_framework.request import Request
 
 from apps.common.catalog_generation import CATALOG_GENERATION_KEY
@@ -85,42 +86,50 @@ def _load_key(prefix: str) -> tuple[_KeyRow | None, int | None]:
     return row, generation
 
 
+def authenticated_agent(meta: Mapping[str, Any]) -> AgentPrincipal | None:
+    """The agent whose key a request's Authorization header (in `meta`, its WSGI environ)
+    carries; None without the header. Raises AuthenticationFailed for another scheme, or a
+    key that is unknown or revoked."""
+    raw = meta.get("HTTP_AUTHORIZATION", b"")
+    header = (raw.encode(HTTP_HEADER_ENCODING) if isinstance(raw, str) else raw).decode("latin-1")
+    if not header:
+        return None
+    scheme, _, key = header.partition(" ")
+    # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+    if scheme.lower() != AgentKeyAuthentication.keyword.lower() or not key.strip():
+        raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
+    key = key.strip()
+    prefix = split_key(key)
+    row, generation = _load_key(prefix) if prefix else (None, None)
+    if row is None or not digest_matches(key, row["digest"]):
+        raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
+    _touch(row["pk"])
+    return AgentPrincipal(
+        agent_id=row["agent_id"],
+        agent_name=row["agent__name"],
+        tenant_id=row["tenant_id"],
+        tenant_slug=row["tenant__slug"],
+        key_id=row["pk"],
+        catalog_generation=generation,
+    )
+
+
+def _touch(key_id: int) -> None:
+    # A process that touched the key recently skips even the cache round trip.
+    now = time.monotonic()
+    if now - _touched_here.get(key_id, -_LAST_USED_EVERY_S) < _LAST_USED_EVERY_S:
+        return
+    _touched_here[key_id] = now
+    if cache.add(f"toolhub:agent-key-used:{key_id}", 1, _LAST_USED_EVERY_S):
+        AgentKey.objects.filter(pk=key_id).update(last_used_at=timezone.now())
+
+
 class AgentKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[AgentPrincipal, int] | None:
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
-            return None
-        scheme, _, key = header.partition(" ")
-        # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
-        if scheme.lower() != self.keyword.lower() or not key.strip():
-            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
-        key = key.strip()
-        prefix = split_key(key)
-        row, generation = _load_key(prefix) if prefix else (None, None)
-        if row is None or not digest_matches(key, row["digest"]):
-            raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
-        self._touch(row["pk"])
-        principal = AgentPrincipal(
-            agent_id=row["agent_id"],
-            agent_name=row["agent__name"],
-            tenant_id=row["tenant_id"],
-            tenant_slug=row["tenant__slug"],
-            key_id=row["pk"],
-            catalog_generation=generation,
-        )
-        return principal, row["pk"]
+        principal = authenticated_agent(request.META)
+        return None if principal is None else (principal, principal.key_id)
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="toolhub"'
-
-    @staticmethod
-    def _touch(key_id: int) -> None:
-        # A process that touched the key recently skips even the cache round trip.
-        now = time.monotonic()
-        if now - _touched_here.get(key_id, -_LAST_USED_EVERY_S) < _LAST_USED_EVERY_S:
-            return
-        _touched_here[key_id] = now
-        if cache.add(f"toolhub:agent-key-used:{key_id}", 1, _LAST_USED_EVERY_S):
-            AgentKey.objects.filter(pk=key_id).update(last_used_at=timezone.now())

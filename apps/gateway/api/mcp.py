@@ -54,7 +54,6 @@ from mcp_types import methods as surfaces
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import BaseModel, ValidationError
 from rest_framework.exceptions import AuthenticationFailed
-from rest_framework.request import Request
 
 from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
@@ -64,7 +63,7 @@ from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.gateway.tool_exports import agent_tool_export
-from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
+from apps.tenancy.authentication import AgentPrincipal, authenticated_agent
 
 from . import mcp_modern, mcp_tasks
 from .mcp_wire import McpError, Shaped
@@ -350,18 +349,17 @@ class McpView(View):
         if not _origin_allowed(request):
             return _error(None, McpError(types.INVALID_REQUEST, "Origin not allowed.", status=403))
         try:
-            authenticated = AgentKeyAuthentication().authenticate(Request(request))
+            principal = authenticated_agent(request.META)
         except AuthenticationFailed as exc:
-            authenticated, failure = None, str(exc.detail)
+            principal, failure = None, str(exc.detail)
         else:
             failure = "Send 'Authorization: Bearer <agent key>'."
-        if authenticated is None:
+        if principal is None:
             return _error(
                 None,
                 McpError(types.INVALID_REQUEST, f"Unauthorized: {failure}", status=401),
                 headers={"WWW-Authenticate": 'Bearer realm="toolhub"'},
             )
-        principal = authenticated[0]
         rpc_id: types.RequestId | None = None
         try:
             message = _message(request)
