@@ -8,6 +8,7 @@ PostgreSQL's and Redis's own CPU is not counted.
 
     python -m bench.cpu_in_process                    fresh bench database, 400 calls each
     python -m bench.cpu_in_process --cprofile FILE    also pstats of the governed read to FILE
+    python -m bench.cpu_in_process --only REST        only the scenarios whose name says so
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--cprofile", default="")
+    parser.add_argument("--only", default="", help="only the scenarios whose name contains this")
     args = parser.parse_args()
     os.environ.update(ENV)
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="toolhub-bench-metrics-"))
@@ -52,7 +54,7 @@ def main() -> None:
     cache.clear()
     access = access_of(demo_seed())
     bench_seed()
-    scenarios = _scenarios(access)
+    scenarios = {name: request for name, request in _scenarios(access).items() if args.only in name}
     for request in scenarios.values():
         for i in range(20):
             request(-1 - i)
@@ -70,7 +72,7 @@ def main() -> None:
     say(f"CPU of this process per call, mean of {calls} in-process calls, scenarios taking turns:")
     for name in scenarios:
         say(f"  {name:<44}{cpu[name] / calls * 1000:>7.3f} ms CPU  {wall[name] / calls * 1000:>7.3f} ms wall")
-    if args.cprofile:
+    if args.cprofile and "governed search_orders (REST invoke)" in scenarios:
         # CPU time of the request thread, not wall time: waiting on Redis or PostgreSQL is free.
         profiler = cProfile.Profile(time.thread_time)
         read = scenarios["governed search_orders (REST invoke)"]
