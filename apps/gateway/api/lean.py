@@ -100,6 +100,12 @@ def _agent(request: HttpRequest) -> AgentPrincipal:
 def _json_object(request: HttpRequest) -> dict[str, Any]:
     """The body as the API's JSON parser reads it; a refused body (too large, too slow, cut)
     raises what DRF's reading of it raises."""
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if not declared.isdigit() or int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+        # A body declared too large is refused unread and its connection closed while the
+        # client may still be sending it: the DRF way, as before, so that the client has as
+        # long to finish and read the 413 (tests/ops/test_http_edges.py).
+        raise Irregular
     body = request.body
     encoding = request.encoding or settings.DEFAULT_CHARSET
     try:
