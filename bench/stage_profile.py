@@ -40,7 +40,13 @@ _INHERITED = object()
 STAGES: tuple[tuple[str, str, str], ...] = (
     ("rest_framework.parsers", "JSONParser.parse", "request body JSON parse"),
     ("apps.tenancy.authentication", "AgentKeyAuthentication.authenticate", "agent key (auth)"),
+    ("apps.gateway.api.lean", "authenticated_agent", "agent key (auth)"),
+    ("apps.gateway.services", "key_confirmed", "agent key (auth)"),
     ("apps.gateway.api.serializers", "InvokeInputSerializer.is_valid", "request envelope (serializer)"),
+    ("apps.gateway.api.lean", "_json_object", "request body JSON parse"),
+    ("apps.gateway.api.lean", "options", "request envelope (serializer)"),
+    ("apps.gateway.api.lean", "call", "request envelope (serializer)"),
+    ("apps.gateway.api.lean", "_rendered", "response JSON render"),
     ("apps.gateway.services", "invoke_calls", "orchestration (invoke_calls)"),
     ("apps.gateway.services", "_session", "session token"),
     ("apps.gateway.validation", "agent_catalog", "catalog memo (generation)"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -133,7 +134,18 @@ def to_toolhub_error(exc: Exception) -> ToolHubError | None:
     return None
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+@dataclass(frozen=True)
+class ErrorAnswer:
+    """What the agent API answers for an exception: the envelope, its HTTP status and headers."""
+
+    envelope: dict[str, Any]
+    status: int
+    headers: dict[str, str]
+
+
+def error_answer(exc: Exception) -> ErrorAnswer:
+    """The answer to an exception raised while serving a request of the agent API, counted in
+    toolhub_refusals_total; an unknown exception is logged as an internal error."""
     error = to_toolhub_error(exc)
     if error is None:
         error = InternalError()
@@ -149,4 +161,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(error, InternalError):
         status = 500
     refusal_observed(status=status, kind=error.kind)
-    return Response(error.as_envelope(), status=status, headers=headers)
+    return ErrorAnswer(envelope=error.as_envelope(), status=status, headers=headers)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    answer = error_answer(exc)
+    return Response(answer.envelope, status=answer.status, headers=answer.headers)

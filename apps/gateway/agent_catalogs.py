@@ -14,6 +14,10 @@ from apps.common.executor_kinds import CODE_RUN_KIND
 
 from .contracts import PolicySpec, VersionSpec
 
+# The policy of a tool no policy narrows: one object, so what is memoized per policy
+# (pipeline/rules.py) is found again on the next call.
+NO_POLICY = PolicySpec()
+
 
 @dataclass(frozen=True)
 class ToolPlace:
@@ -89,7 +93,7 @@ class AgentCatalog:
         )
 
     def policy_for(self, tool_id: int) -> PolicySpec:
-        return self.policies.get(tool_id) or self.policies.get(None) or PolicySpec()
+        return self.policies.get(tool_id) or self.policies.get(None) or NO_POLICY
 
 
 CODE_RUN_TOOLS_HEADING = (

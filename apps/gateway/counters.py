@@ -15,6 +15,7 @@ from datetime import datetime
 from django.core.cache import cache
 
 from apps.common.cache import CacheBatch
+from apps.tenancy.authentication import KeyCheck, StaleKey
 
 from .contracts import PreparedCall, TaskHistory, TaskSighting
 from .pipeline.rules import HistoryNeeds
@@ -67,8 +68,11 @@ def see_call(
     required_tools: Iterable[str],
     now: datetime,
     dry_run: bool,
+    key_check: KeyCheck | None = None,
 ) -> TaskSighting:
-    """Claim the call id, read the task's history and count the call: one round trip.
+    """Claim the call id, read the task's history and count the call: one round trip,
+    which also settles `key_check` when it is still to be done (the claim and counts are
+    undone then, and StaleKey raised, when the key is not as remembered).
 
     The claim is atomic (add), so of concurrent duplicates exactly one is first. Only a
     first sight is counted for later guards (identical calls, the task's budget, the
@@ -89,7 +93,15 @@ def see_call(
     else:
         claim = batch.add(seen_key, 1, _TASK_TTL_S, then_count=counters.values())
     rate = None if dry_run else batch.count(_rate_key(agent_id, tool, now), 61)
+    check = batch.get_many(key_check.keys) if key_check is not None and not key_check.done else None
     results = batch.run()
+    if key_check is not None and check is not None:
+        try:
+            key_check.settle(results[check])
+        except StaleKey:
+            if not dry_run and results[claim]:
+                forget_call(tenant_id=tenant_id, task_id=task_id, call=call, needs=needs, now=now)
+            raise
 
     found = results[earlier]
 

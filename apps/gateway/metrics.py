@@ -76,10 +76,20 @@ def tool_label(name: str, *, kind: str) -> str:
     return name
 
 
+_CALL_SECONDS = STAGE_SECONDS.labels(stage=CALL)
+# The counters of INVOCATIONS by their labels: prometheus_client's own lookup (label values
+# checked and converted, under a lock) cost more than the increment. Bounded as the labels are.
+_invocation_counters: dict[tuple[str, str, str], Any] = {}
+
+
 def invocation_observed(*, tool: str, envelope: dict[str, Any], started: float) -> None:
     """Count one answered call and observe its whole duration since `started` (perf_counter)."""
     kind = str(envelope.get("kind", "")) if envelope.get("status") == "error" else ""
-    INVOCATIONS.labels(
-        tool=tool_label(tool, kind=kind), status=str(envelope.get("status", "")), kind=kind
-    ).inc()
-    STAGE_SECONDS.labels(stage=CALL).observe(time.perf_counter() - started)
+    labels = (tool_label(tool, kind=kind), str(envelope.get("status", "")), kind)
+    counter = _invocation_counters.get(labels)
+    if counter is None:
+        counter = _invocation_counters.setdefault(
+            labels, INVOCATIONS.labels(tool=labels[0], status=labels[1], kind=labels[2])
+        )
+    counter.inc()
+    _CALL_SECONDS.observe(time.perf_counter() - started)

@@ -145,11 +145,11 @@ def _suspended(tool: Tool, *, changed: bool) -> UnavailableError:
 
 
 def visible_tools(
-    *, tenant_id: int, agent_id: int, toolset: str | None, phase: str | None
+    *, tenant_id: int, agent_id: int, toolset: str | None, phase: str | None, generation: int | None = None
 ) -> dict[str, VersionSpec]:
-    """What this agent may call now in this toolset and phase; raises InvalidArgsError for an
-    unknown toolset or phase."""
-    catalog = agent_catalog(tenant_id=tenant_id, agent_id=agent_id)
+    """What this agent may call in this toolset and phase, as of the catalog `generation`
+    (read now when not given); raises InvalidArgsError for an unknown toolset or phase."""
+    catalog = agent_catalog(tenant_id=tenant_id, agent_id=agent_id, generation=generation)
     check_toolset(catalog, toolset, phase)
     return catalog.visible(toolset, phase)
 

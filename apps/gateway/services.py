@@ -23,7 +23,7 @@ from django.utils import timezone
 from apps.audit.invocation_log import invocation_record
 from apps.common.capability_hooks import capability_recorder
 from apps.common.errors import ToolHubError, UnknownToolError
-from apps.tenancy.authentication import AgentPrincipal
+from apps.tenancy.authentication import AgentPrincipal, key_confirmed
 from apps.tenancy.sessions import SessionClaims, verify_session
 
 from . import metrics
@@ -81,6 +81,7 @@ def invoke_as(
     started = time.perf_counter()
     now = timezone.now()
     prepared: list[PreparedCall | Outcome] = []
+    unknown: list[ToolCall] = []
     for call in calls:
         try:
             if isinstance(session, ToolHubError):
@@ -90,8 +91,12 @@ def invoke_as(
             )
         except ToolHubError as error:
             if isinstance(error, UnknownToolError) and not options.dry_run:
-                _note_unknown_tool(principal, options, call)
+                unknown.append(call)
             prepared.append(Outcome(call=call, answer=Refused(error)))
+    # Nothing is written before a key taken on trust is known to be as remembered.
+    key_confirmed(principal)
+    for call in unknown:
+        _note_unknown_tool(principal, options, call)
     return _answer(principal, options, prepared, budget_chars, started)
 
 

@@ -86,8 +86,10 @@ def mcp_structured_content(
     """
     name, number = envelope.get("tool"), envelope.get("version")
     try:
+        # The catalog the call was validated against: read with the agent's key.
         version = visible_tools(
-            tenant_id=principal.tenant_id, agent_id=principal.agent_id, toolset=toolset, phase=phase
+            tenant_id=principal.tenant_id, agent_id=principal.agent_id, toolset=toolset, phase=phase,
+            generation=principal.catalog_generation,
         ).get(str(name))
     except ToolHubError:
         version = None

@@ -76,6 +76,7 @@ def prepare_call(
         required_tools=[r["tool"] for r in version.rules if r.get("type") == "requires_earlier_call"],
         now=now,
         dry_run=options.dry_run,
+        key_check=principal.key_check,
     )
     try:
         state = read_call_state(prepared, context) if sighting.first_sight else CallState()

@@ -5,17 +5,24 @@ prefix, holding only the digest) and invalidated on revocation; `last_used_at` i
 at most once a minute per key rather than on every request. Lookups only `add` to the
 cache, so the refusal a revocation writes there cannot be overwritten by a request that
 read the row just before the revocation committed.
+
+A caller that reads the cache anyway before it acts (the invoke path: the task's counters)
+can take a key this process authenticated before on trust, with a KeyCheck: the key's cache
+entry and the catalog generation ride along with its own round trip, and anything changed
+(revoked, deactivated, gone from the cache, the catalog moved on) raises StaleKey before
+anything was written; the request is then authenticated again in full.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from django.core.cache import cache
 from django.utils import timezone
-from rest_framework import authentication, exceptions
+from rest_framework import HTTP_HEADER_ENCODING, authentication, exceptions
 from rest_framework.request import Request
 
 from apps.common.catalog_generation import CATALOG_GENERATION_KEY
@@ -27,6 +34,51 @@ from .services import agent_key_cache_key
 _CACHE_TTL_S = 300
 _LAST_USED_EVERY_S = 60
 _touched_here: dict[int, float] = {}
+
+
+class _KeyRow(TypedDict):
+    pk: int
+    digest: str
+    agent_id: int
+    agent__name: str
+    tenant_id: int
+    tenant__slug: str
+
+
+# Keys this process authenticated in full, by prefix, and the catalog generation it last
+# read: what a KeyCheck has to find unchanged. Past the bound it starts over.
+_remembered: dict[str, _KeyRow] = {}
+_MAX_REMEMBERED = 10_000
+_last_generation: list[int | None] = [None]
+
+
+class StaleKey(Exception):
+    """A key taken on trust is not as remembered (or the catalog changed): authenticate the
+    request again, in full."""
+
+
+class KeyCheck:
+    """What a key taken on trust owes: its cache entry and the catalog generation, `keys`,
+    read by the request's first cache round trip, then `settle`d; `key_confirmed` reads them when
+    the request has no such trip."""
+
+    def __init__(self, prefix: str, row: _KeyRow, generation: int) -> None:
+        self.prefix = prefix
+        self.keys = [agent_key_cache_key(prefix), CATALOG_GENERATION_KEY]
+        self.done = False
+        self._row = row
+        self._generation = generation
+
+    def settle(self, found: Mapping[str, Any]) -> None:
+        """`found`: the cache's values of `keys`. Raises StaleKey when anything changed."""
+        generation = found.get(CATALOG_GENERATION_KEY)
+        if generation is not None:
+            _last_generation[0] = generation
+        if found.get(self.keys[0]) != self._row or generation != self._generation:
+            _remembered.pop(self.prefix, None)
+            raise StaleKey(self.prefix)
+        self.done = True
+        _touch(self._row["pk"])
 
 
 @dataclass(frozen=True)
@@ -41,6 +93,8 @@ class AgentPrincipal:
     # The catalog generation read with the key: the request sees the catalog as of its
     # authentication, and saves the round trip of reading it again (None: read it then).
     catalog_generation: int | None = None
+    # A key taken on trust: what is still to be checked (None: checked in full).
+    key_check: KeyCheck | None = None
 
     is_authenticated = True
 
@@ -55,15 +109,6 @@ def principal_of(request: Request) -> AgentPrincipal:
     if not isinstance(principal, AgentPrincipal):
         raise TypeError(f"{request.path}: expected an agent authenticated by its key, got {principal!r}")
     return principal
-
-
-class _KeyRow(TypedDict):
-    pk: int
-    digest: str
-    agent_id: int
-    agent__name: str
-    tenant_id: int
-    tenant__slug: str
 
 
 def _load_key(prefix: str) -> tuple[_KeyRow | None, int | None]:
@@ -85,42 +130,76 @@ def _load_key(prefix: str) -> tuple[_KeyRow | None, int | None]:
     return row, generation
 
 
+def key_confirmed(principal: AgentPrincipal) -> None:
+    """Check a key taken on trust now, unless done already: one cache round trip. Raises
+    StaleKey when it is not as remembered."""
+    check = principal.key_check
+    if check is not None and not check.done:
+        check.settle(cache.get_many(check.keys))
+
+
+def authenticated_agent(meta: Mapping[str, Any], *, on_trust: bool = False) -> AgentPrincipal | None:
+    """The agent whose key a request's Authorization header (in `meta`, its WSGI environ)
+    carries; None without the header. Raises AuthenticationFailed for another scheme, or a
+    key that is unknown or revoked.
+
+    `on_trust`: a key this process authenticated before is taken without a round trip, with
+    a KeyCheck the caller must see settled before it writes or answers anything.
+    """
+    raw = meta.get("HTTP_AUTHORIZATION", b"")
+    header = (raw.encode(HTTP_HEADER_ENCODING) if isinstance(raw, str) else raw).decode("latin-1")
+    if not header:
+        return None
+    scheme, _, key = header.partition(" ")
+    # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+    if scheme.lower() != AgentKeyAuthentication.keyword.lower() or not key.strip():
+        raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
+    key = key.strip()
+    prefix = split_key(key)
+    remembered = _remembered.get(prefix) if on_trust and prefix else None
+    check = None
+    generation = _last_generation[0]
+    if prefix and remembered is not None and generation is not None:
+        row: _KeyRow | None = remembered
+        check = KeyCheck(prefix, remembered, generation)
+    else:
+        row, generation = _load_key(prefix) if prefix else (None, None)
+        if prefix and row is not None and generation is not None:
+            if len(_remembered) >= _MAX_REMEMBERED:
+                _remembered.clear()
+            _remembered[prefix] = row
+            _last_generation[0] = generation
+    if row is None or not digest_matches(key, row["digest"]):
+        raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
+    if check is None:
+        _touch(row["pk"])  # a key taken on trust is touched once its check is settled
+    return AgentPrincipal(
+        agent_id=row["agent_id"],
+        agent_name=row["agent__name"],
+        tenant_id=row["tenant_id"],
+        tenant_slug=row["tenant__slug"],
+        key_id=row["pk"],
+        catalog_generation=generation,
+        key_check=check,
+    )
+
+
+def _touch(key_id: int) -> None:
+    # A process that touched the key recently skips even the cache round trip.
+    now = time.monotonic()
+    if now - _touched_here.get(key_id, -_LAST_USED_EVERY_S) < _LAST_USED_EVERY_S:
+        return
+    _touched_here[key_id] = now
+    if cache.add(f"toolhub:agent-key-used:{key_id}", 1, _LAST_USED_EVERY_S):
+        AgentKey.objects.filter(pk=key_id).update(last_used_at=timezone.now())
+
+
 class AgentKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[AgentPrincipal, int] | None:
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        if not header:
-            return None
-        scheme, _, key = header.partition(" ")
-        # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
-        if scheme.lower() != self.keyword.lower() or not key.strip():
-            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
-        key = key.strip()
-        prefix = split_key(key)
-        row, generation = _load_key(prefix) if prefix else (None, None)
-        if row is None or not digest_matches(key, row["digest"]):
-            raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
-        self._touch(row["pk"])
-        principal = AgentPrincipal(
-            agent_id=row["agent_id"],
-            agent_name=row["agent__name"],
-            tenant_id=row["tenant_id"],
-            tenant_slug=row["tenant__slug"],
-            key_id=row["pk"],
-            catalog_generation=generation,
-        )
-        return principal, row["pk"]
+        principal = authenticated_agent(request.META)
+        return None if principal is None else (principal, principal.key_id)
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="toolhub"'
-
-    @staticmethod
-    def _touch(key_id: int) -> None:
-        # A process that touched the key recently skips even the cache round trip.
-        now = time.monotonic()
-        if now - _touched_here.get(key_id, -_LAST_USED_EVERY_S) < _LAST_USED_EVERY_S:
-            return
-        _touched_here[key_id] = now
-        if cache.add(f"toolhub:agent-key-used:{key_id}", 1, _LAST_USED_EVERY_S):
-            AgentKey.objects.filter(pk=key_id).update(last_used_at=timezone.now())

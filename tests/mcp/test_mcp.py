@@ -159,6 +159,19 @@ def test_requests_need_the_session_of_this_agent(client, key, agent):
 
 
 @pytest.mark.django_db
+def test_a_session_already_served_is_still_this_agents_alone(client, key, agent):
+    other_key = agent_key_issue(agent=type(agent).objects.create(tenant=agent.tenant, name="other")).secret
+    session_id = initialize(client, key)["Mcp-Session-Id"]
+    first = rpc(client, "tools/list", key=key, session_id=session_id)
+
+    borrowed = rpc(client, "tools/list", key=other_key, session_id=session_id)
+    again = rpc(client, "tools/list", key=key, session_id=session_id)
+
+    assert first.status_code == again.status_code == 200
+    assert borrowed.status_code == 404 and "send initialize again" in borrowed.json()["error"]["message"]
+
+
+@pytest.mark.django_db
 def test_protocol_edges(client, key):
     session_id = initialize(client, key)["Mcp-Session-Id"]
 

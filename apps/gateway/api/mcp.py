@@ -54,7 +54,6 @@ from mcp_types import methods as surfaces
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import BaseModel, ValidationError
 from rest_framework.exceptions import AuthenticationFailed
-from rest_framework.request import Request
 
 from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
@@ -64,7 +63,7 @@ from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.gateway.tool_exports import agent_tool_export
-from apps.tenancy.authentication import AgentKeyAuthentication, AgentPrincipal
+from apps.tenancy.authentication import AgentPrincipal, authenticated_agent
 
 from . import mcp_modern, mcp_tasks
 from .mcp_wire import McpError, Shaped
@@ -99,17 +98,32 @@ def _session_id(*, principal: AgentPrincipal, version: str) -> str:
     return signing.dumps(payload, salt=_SALT, compress=True)
 
 
+# Session ids whose signature checked out, with what they say: a session sends its id with
+# every request, and checking it (HMAC, base64, zlib, JSON) cost more than a memo lookup. Only
+# signed ids are kept, so what a client sends cannot fill it; past the bound it starts over.
+_verified_sessions: dict[str, McpSession] = {}
+_MAX_VERIFIED_SESSIONS = 4096
+
+
 def _session(request: HttpRequest, principal: AgentPrincipal) -> McpSession:
     value = request.headers.get(SESSION_ID_HEADER)
     if not value:
         raise McpError(
             types.INVALID_REQUEST, f"Missing {SESSION_ID_HEADER}: send initialize first.", status=400
         )
-    try:
-        payload = signing.loads(value, salt=_SALT)
-        session = McpSession(agent_id=int(payload["a"]), version=str(payload["v"]), nonce=str(payload["n"]))
-    except (signing.BadSignature, KeyError, TypeError, ValueError):
-        session = None
+    session = _verified_sessions.get(value)
+    if session is None:
+        try:
+            payload = signing.loads(value, salt=_SALT)
+            session = McpSession(
+                agent_id=int(payload["a"]), version=str(payload["v"]), nonce=str(payload["n"])
+            )
+        except (signing.BadSignature, KeyError, TypeError, ValueError):
+            session = None
+        else:
+            if len(_verified_sessions) >= _MAX_VERIFIED_SESSIONS:
+                _verified_sessions.clear()
+            _verified_sessions[value] = session
     if session is None or session.agent_id != principal.agent_id:
         raise McpError(types.INVALID_REQUEST, "Unknown MCP session: send initialize again.", status=404)
     return session
@@ -290,9 +304,9 @@ def _handle(request: HttpRequest, principal: AgentPrincipal, message: types.JSON
 
 
 def _result(rpc_id: types.RequestId, result: dict[str, Any]) -> JsonResponse:
-    return JsonResponse(
-        types.JSONRPCResponse(jsonrpc="2.0", id=rpc_id, result=result).model_dump(by_alias=True)
-    )
+    # types.JSONRPCResponse's fields, built as its model_dump would give them: the id is the
+    # request's, already validated, and the result already in its version's shape.
+    return JsonResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
 
 
 def _origin_allowed(request: HttpRequest) -> bool:
@@ -350,18 +364,17 @@ class McpView(View):
         if not _origin_allowed(request):
             return _error(None, McpError(types.INVALID_REQUEST, "Origin not allowed.", status=403))
         try:
-            authenticated = AgentKeyAuthentication().authenticate(Request(request))
+            principal = authenticated_agent(request.META)
         except AuthenticationFailed as exc:
-            authenticated, failure = None, str(exc.detail)
+            principal, failure = None, str(exc.detail)
         else:
             failure = "Send 'Authorization: Bearer <agent key>'."
-        if authenticated is None:
+        if principal is None:
             return _error(
                 None,
                 McpError(types.INVALID_REQUEST, f"Unauthorized: {failure}", status=401),
                 headers={"WWW-Authenticate": 'Bearer realm="toolhub"'},
             )
-        principal = authenticated[0]
         rpc_id: types.RequestId | None = None
         try:
             message = _message(request)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -15,9 +17,10 @@ from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import execution_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls, invoke_one
 from apps.ledger.selectors import ledger_entry_get
-from apps.tenancy.authentication import principal_of
+from apps.tenancy.authentication import AgentPrincipal, principal_of
 from apps.tenancy.sessions import SESSION_HEADER
 
+from . import lean
 from .serializers import (
     BatchInputSerializer,
     BatchOutputSerializer,
@@ -69,7 +72,33 @@ def _status(envelope: dict[str, Any]) -> int:
     return 202 if envelope["status"] == "accepted" else 200
 
 
+def _invoke(principal: AgentPrincipal, session_token: str | None, body: dict[str, Any]) -> tuple[Any, int]:
+    envelope = invoke_one(
+        principal=principal,
+        session_token=session_token,
+        options=lean.options(body, wait_s=lean.wait_s(body)),
+        call=lean.call(body.get("call")),
+    )
+    return envelope, _status(envelope)
+
+
+def _invoke_batch(
+    principal: AgentPrincipal, session_token: str | None, body: dict[str, Any]
+) -> tuple[Any, int]:
+    results = invoke_calls(
+        principal=principal,
+        session_token=session_token,
+        options=lean.options(body),
+        calls=lean.calls(body),
+        budget_chars=lean.budget_chars(body),
+    )
+    return {"results": results}, 200
+
+
 class InvokeApi(APIView):
+    """A well-formed request goes the lean way (lean.py); any other is read and refused by
+    the serializers, which document the operation."""
+
     @extend_schema(
         operation_id="invoke",
         summary="One tool call through the whole pipeline",
@@ -92,8 +121,14 @@ class InvokeApi(APIView):
         )
         return Response(envelope, status=_status(envelope))
 
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        answer = lean.served(request, _invoke, allow=", ".join(self.allowed_methods))
+        return answer if answer is not None else super().dispatch(request, *args, **kwargs)
+
 
 class InvokeBatchApi(APIView):
+    """As InvokeApi: lean for a well-formed request, the serializers for any other."""
+
     @extend_schema(
         operation_id="invoke_batch",
         summary="The tool calls of one model turn",
@@ -115,6 +150,10 @@ class InvokeBatchApi(APIView):
             budget_chars=data["budget_chars"],
         )
         return Response({"results": results})
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        answer = lean.served(request, _invoke_batch, allow=", ".join(self.allowed_methods))
+        return answer if answer is not None else super().dispatch(request, *args, **kwargs)
 
 
 class ExecutionDetailApi(APIView):

@@ -15,12 +15,13 @@ from apps.gateway.contracts import VersionSpec
 T = TypeVar("T")
 
 
-def revision_key(version: VersionSpec, *shaping: Any) -> str:
+def revision_key(version: VersionSpec, shaping: Callable[[], list[Any]]) -> str:
     """The version's revision; for a spec built without one (tests, previews), a digest of
-    `shaping`, what the memoized value is built from."""
+    what `shaping()` gives, what the memoized value is built from (only built then: a call
+    of a stored version pays nothing for it)."""
     if version.revision:
         return version.revision
-    content = json.dumps(list(shaping), sort_keys=True, default=str)
+    content = json.dumps(shaping(), sort_keys=True, default=str)
     return "content:" + hashlib.sha256(content.encode()).hexdigest()
 
 

@@ -44,7 +44,7 @@ def output_validator(version: VersionSpec) -> Validator | None:
     """The validator of this version's output schema, built on first use and kept in memory;
     None when the stored schema is unusable (not valid JSON Schema, or a pattern RE2 cannot
     run: a mistake that slipped past the save-time check), so nothing passes as structured."""
-    key = revision_key(version, thaw(version.output_schema))
+    key = revision_key(version, lambda: [thaw(version.output_schema)])
     return _validators.get_or_build(key, lambda: _built_validator(thaw(version.output_schema)))
 
 

@@ -71,13 +71,33 @@ class HistoryNeeds:
     committed_tools: bool = False
 
 
+# The effective rules of the (version, policy) pairs of the catalogs in use, which every
+# stage of a call reads: both come from the memoized catalog, the same frozen objects call
+# after call, and a catalog change brings new ones. Keyed by identity and holding both, so
+# an id is not reused while its entry lives; past the bound it starts over.
+_effective: dict[tuple[int, int], tuple[VersionSpec, PolicySpec, tuple[Mapping[str, Any], ...]]] = {}
+_MAX_EFFECTIVE = 4096
+
+
 def effective_rules(version: VersionSpec, policy: PolicySpec) -> tuple[Mapping[str, Any], ...]:
-    """The version's rules with the tenant's narrowing applied.
+    """The version's rules with the tenant's narrowing applied (read-only mappings).
 
     `policy.rule_overrides` (by rule type) lowers numeric limits and may replace hints;
     `task_call_budget` and `daily_quota_per_subject` narrow the matching rules and add one
     when the version declares none.
     """
+    key = (id(version), id(policy))
+    known = _effective.get(key)
+    if known is not None and known[0] is version and known[1] is policy:
+        return known[2]
+    rules = _narrowed_rules(version, policy)
+    if len(_effective) >= _MAX_EFFECTIVE:
+        _effective.clear()
+    _effective[key] = (version, policy, rules)
+    return rules
+
+
+def _narrowed_rules(version: VersionSpec, policy: PolicySpec) -> tuple[Mapping[str, Any], ...]:
     policy_limits = {"task_budget": policy.task_call_budget, "daily_quota": policy.daily_quota_per_subject}
     rules = []
     for rule in version.rules:

@@ -87,7 +87,7 @@ def compiled_validator(version: VersionSpec) -> Validator:
     pattern RE2 cannot run (a curator's mistake that slipped past the save-time check):
     nothing runs unvalidated.
     """
-    key = revision_key(version, thaw(version.parameters), sorted(version.context_bindings))
+    key = revision_key(version, lambda: [thaw(version.parameters), sorted(version.context_bindings)])
     return _validators.get_or_build(key, lambda: _built_validator(version))
 
 

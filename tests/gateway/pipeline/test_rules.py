@@ -90,6 +90,23 @@ def test_a_rule_override_alone_adds_a_budget_the_version_lacks():
     ]
 
 
+def test_the_narrowing_of_another_policy_is_seen_at_once():
+    # Effective rules are kept per (version, policy) object: a catalog reloaded after a
+    # policy change brings new objects, whose narrowing the very next call sees.
+    before = make_policy(rule_overrides={"max_span": {"max_days": 60}})
+    after = make_policy(rule_overrides={"max_span": {"max_days": 30}})
+
+    first = effective_rules(DATED, before)
+    again = effective_rules(DATED, before)
+    changed = effective_rules(DATED, after)
+
+    assert again is first and first[1]["max_days"] == 60
+    assert changed[1]["max_days"] == 30
+    assert effective_rules(make_version(rules=[{"type": "task_budget", "max_calls": 5}]), before) == (
+        {"type": "task_budget", "max_calls": 5},
+    )
+
+
 # --- rules the arguments alone can satisfy ---
 
 
