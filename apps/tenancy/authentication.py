@@ -138,6 +138,9 @@ def key_confirmed(principal: AgentPrincipal) -> None:
         check.settle(cache.get_many(check.keys))
 
 
+_MALFORMED = "The Authorization header must be 'Bearer <key>'."
+
+
 def authenticated_agent(meta: Mapping[str, Any], *, on_trust: bool = False) -> AgentPrincipal | None:
     """The agent whose key a request's Authorization header (in `meta`, its WSGI environ)
     carries; None without the header. Raises AuthenticationFailed for another scheme, or a
@@ -147,13 +150,16 @@ def authenticated_agent(meta: Mapping[str, Any], *, on_trust: bool = False) -> A
     a KeyCheck the caller must see settled before it writes or answers anything.
     """
     raw = meta.get("HTTP_AUTHORIZATION", b"")
-    header = (raw.encode(HTTP_HEADER_ENCODING) if isinstance(raw, str) else raw).decode("latin-1")
+    try:
+        header = (raw.encode(HTTP_HEADER_ENCODING) if isinstance(raw, str) else raw).decode("latin-1")
+    except UnicodeEncodeError:
+        raise exceptions.AuthenticationFailed(_MALFORMED) from None
     if not header:
         return None
     scheme, _, key = header.partition(" ")
     # Auth schemes are case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
     if scheme.lower() != AgentKeyAuthentication.keyword.lower() or not key.strip():
-        raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <key>'.")
+        raise exceptions.AuthenticationFailed(_MALFORMED)
     key = key.strip()
     prefix = split_key(key)
     remembered = _remembered.get(prefix) if on_trust and prefix else None
