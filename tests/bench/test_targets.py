@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from bench.first_call import FirstCall
 from bench.load import Load
 from bench.mcp import McpFigures
 from bench.report import Report
-from bench.targets import FirstCall, verdict_lines, verdicts
+from bench.targets import verdict_lines, verdicts
 
 
 def _load(rps: float, *, cpu_ms: float = 1.0, p50_ms: float = 10.0, p99_ms: float = 20.0) -> Load:
@@ -28,7 +29,7 @@ def test_every_target_of_a_full_run_gets_a_verdict_from_its_figures():
         mcp_direct=_load(1000, cpu_ms=1.0), mcp_federated=_load(400, cpu_ms=2.5),
         bare_cancel=_load(500), governed_cancel=_load(320),
     )
-    report.first_call = FirstCall(first_ms=30.0, warm_ms=10.0)
+    report.first_call = FirstCall(first_ms=(25.0, 30.0, 35.0), warm_ms=(9.0, 10.0, 11.0))
 
     by_figure = {v.figure.split(":")[0]: v.word for v in verdicts(report)}
 
