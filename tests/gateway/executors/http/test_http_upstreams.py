@@ -177,3 +177,20 @@ def test_a_basic_auth_password_quoted_in_a_refusal_never_reaches_the_model(api, 
     assert "password [redacted] is not allowed here" in body["message"]
     assert BASIC_PASSWORD not in response.content.decode()
     assert all(BASIC_PASSWORD not in str(row.envelope) for row in Invocation.objects.all())
+
+
+def test_a_cookie_an_upstream_sets_is_never_sent_with_a_later_call(api, agent, api_server, session_for):
+    # given: the upstream answers one user's call with a session cookie of theirs
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=api_server.url)
+    tenant_tool(agent, upstream="orders-api")
+    api_server.answer = lambda received: Answer(
+        body={"order_id": "o-1"}, headers={"Set-Cookie": "session=of-u-1; Path=/"}
+    )
+    first = invoke(api, "order_lookup", {"order_id": "o-1"}, session=session_for("u-1")).json()
+
+    # when: another user's call goes to the same host
+    second = invoke(api, "order_lookup", {"order_id": "o-2"}, session=session_for("u-2"), call_id="c2").json()
+
+    # then: it carries no cookie of the first
+    assert first["status"] == second["status"] == "ok"
+    assert [r.headers.get("cookie") for r in api_server.received] == [None, None]
