@@ -5,28 +5,24 @@ or a platform URL setting, and a platform secret named by `secret_ref`, never an
 arguments. How the arguments fill the request (method, path, query, headers, body) and which
 part of the answer is the result is mapping.py. Each failure is classified by what we
 know about the side effect: nothing sent (the request could not be built, or failed before a
-byte left: no http(s) scheme, DNS failure, connection refused) → not applied; sent but no
-clear answer → ambiguous.
+byte left: no http(s) scheme, DNS failure, connection refused, no connection by the tool's
+timeout) → not applied; sent but no clear answer → ambiguous.
 
 Only platform-owned tools may name platform settings (`secret_ref`, `url_setting`): checked
 on save, and again here in case a tool changed owner. Every connection goes through the
 egress policy (../egress.py). Either refusal is `unavailable`, with nothing sent.
 
 httpx's timeouts bound each read and write, not the whole exchange: an upstream that
-drips a byte at a time would never trip them. So the exchange runs on a worker thread
-and the caller stops waiting at the tool's timeout (the thread ends at httpx's own
-timeouts or when the upstream finishes; like a timed-out python executor, the call may
-still complete, which is why a timed-out write is `unknown`).
+drips a byte at a time would never trip them. So the exchange runs under the egress
+transport's deadline (../egress.py): on the calling thread, every step of it ends by the
+tool's timeout, and a timed-out write is `unknown` (the upstream may have applied it).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from functools import lru_cache, partial
+from functools import lru_cache
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import quote
@@ -36,7 +32,6 @@ from django.conf import settings
 
 from apps.catalog.definitions import path_problems, platform_settings_named
 from apps.common.errors import InvalidArgsError, UnavailableError
-from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
@@ -50,7 +45,7 @@ from ..base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
-from ..egress import EgressRefused, EgressTransport
+from ..egress import EgressRefused, EgressTransport, deadline
 from ..endpoint import Endpoint
 from .mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
 from .upstream_errors import ErrorAnswer, refusal, wire_names
@@ -70,7 +65,6 @@ _CLIENT = httpx.Client(
 # What every request's headers start from: httpx's defaults (Accept, Accept-Encoding,
 # Connection) and ToolHub's User-Agent.
 _BASE_HEADERS = _CLIENT.headers
-_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolhub-http")
 
 
 def shared_client() -> httpx.Client:
@@ -79,18 +73,20 @@ def shared_client() -> httpx.Client:
     return _CLIENT
 
 
-def _exchange(outgoing: httpx.Request) -> httpx.Response:
-    """The whole answer to `outgoing`, through the transport alone: no redirect is followed, and
-    nothing of httpx's client (auth flows, cookies, event hooks) runs per call."""
-    response = _TRANSPORT.handle_request(outgoing)
-    request_logger.info(
-        'HTTP Request: %s %s "%s %d %s"', outgoing.method, outgoing.url, response.http_version,
-        response.status_code, response.reason_phrase,
-    )
-    try:
-        response.read()
-    finally:
-        response.close()
+def _exchange(request: ExecutionRequest, outgoing: httpx.Request) -> httpx.Response:
+    """The whole answer to `outgoing`, within the tool's timeout (httpx.TimeoutException past
+    it), through the transport alone: no redirect is followed, and nothing of httpx's client
+    (auth flows, cookies, event hooks) runs per call."""
+    with deadline(request.timeout_s):
+        response = _TRANSPORT.handle_request(outgoing)
+        request_logger.info(
+            'HTTP Request: %s %s "%s %d %s"', outgoing.method, outgoing.url, response.http_version,
+            response.status_code, response.reason_phrase,
+        )
+        try:
+            response.read()
+        finally:
+            response.close()
     return response
 
 
@@ -236,17 +232,6 @@ def _rejection(response: httpx.Response, request: ExecutionRequest, endpoint: En
     )
 
 
-def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response]) -> httpx.Response:
-    """`send()`'s response, or ExecutionTimedOut once the tool's timeout has passed."""
-    future = _POOL.submit(in_current_context(send))
-    try:
-        return future.result(timeout=request.timeout_s)
-    except FutureTimeout:
-        raise ExecutionTimedOut(
-            f"no complete answer from {request.tool_name}'s provider within {request.timeout_s} s"
-        ) from None
-
-
 def run_http(request: ExecutionRequest) -> Any:
     endpoint = _endpoint(request)
     try:
@@ -261,7 +246,7 @@ def run_http(request: ExecutionRequest) -> Any:
             f"the request to {request.tool_name}'s provider could not be built: {type(exc).__name__}"
         ) from None
     try:
-        response = _within_timeout(request, partial(_exchange, outgoing))
+        response = _exchange(request, outgoing)
     except EgressRefused as exc:
         raise _unavailable(request, exc.reason) from None
     except ResponseTooLarge as exc:
@@ -273,7 +258,7 @@ def run_http(request: ExecutionRequest) -> Any:
         ) from None
     except httpx.TimeoutException:
         raise ExecutionTimedOut(
-            f"no answer from {request.tool_name}'s provider within {request.timeout_s} s"
+            f"no complete answer from {request.tool_name}'s provider within {request.timeout_s} s"
         ) from None
     except httpx.TransportError as exc:
         raise ExecutionAmbiguous(f"the connection failed after sending: {type(exc).__name__}") from None
@@ -302,7 +287,7 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
     parts = status_parts(request.config, idempotency_key=request.idempotency_key)
     try:
-        response = _within_timeout(request, partial(_exchange, _outgoing(request, parts, endpoint)))
+        response = _exchange(request, _outgoing(request, parts, endpoint))
     except ExecutionRejected as exc:
         return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
     except EgressRefused as exc:
@@ -311,12 +296,12 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"status endpoint answered, but {exc}", retry=False)
     except httpx.InvalidURL:
         return ReconcileAnswer(found=None, note="not asked: the status URL is not a valid URL", retry=False)
-    except httpx.HTTPError as exc:
-        return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
-    except ExecutionTimedOut:
+    except httpx.TimeoutException:
         return ReconcileAnswer(
             found=None, note=f"status endpoint did not answer within {request.timeout_s} s"
         )
+    except httpx.HTTPError as exc:
+        return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
     if response.status_code == 404:
         return ReconcileAnswer(found=False, note="the provider has no request with this key")
     if response.status_code != 200:
