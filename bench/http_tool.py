@@ -31,6 +31,8 @@ from .load import gunicorn
 
 WARM_UP = 50
 ROUNDS = 10
+# The wrk pair takes turns this many times each, after a warm-up turn of 3 s.
+LOAD_ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 
 
 def _cpu_per_call(named: dict[str, Callable[[int], Any]], *, calls: int) -> dict[str, tuple[float, float]]:
@@ -130,14 +132,14 @@ def main() -> None:
         if "--load" in sys.argv[1:]:
             from .over_http import Target, take_turns
 
-            say(f"Loads, in turns (load average {load_average()}):")
+            say(f"Loads, a warm-up turn, then {LOAD_ROUNDS} turns each (load average {load_average()}):")
             pair = [
                 Target("bare_imported", "bare view calling the refunds endpoint", BARE_IMPORTED),
                 Target("governed_imported", "governed list_order_refunds (imported GET)", "/api/v1/invoke",
                        access.search, kind="call", body=IMPORTED_CALL),
             ]
             take_turns(server, pair, seconds=3, rounds=1)
-            loads = take_turns(server, pair, seconds=SECONDS, rounds=int(os.environ.get("BENCH_ROUNDS", "3")))
+            loads = take_turns(server, pair, seconds=SECONDS, rounds=LOAD_ROUNDS)
             bare, governed = loads["bare_imported"], loads["governed_imported"]
             say(f"  governed/bare: req/s {governed.rps / bare.rps:.2f}, CPU per request "
                 f"{governed.cpu_ms - bare.cpu_ms:+.2f} ms")
