@@ -20,6 +20,7 @@ class Received:
     target: str  # the request target as sent, percent-encoding untouched
     headers: dict[str, str]
     body: bytes
+    peer: tuple[str, int] = ("", 0)  # the client's address: one per connection
 
     @property
     def path(self) -> str:
@@ -48,14 +49,17 @@ class Answer:
 
 
 class Upstream:
-    """`answer(received)` decides each reply; by default 200 with {"ok": true}."""
+    """`answer(received)` decides each reply; by default 200 with {"ok": true}. With
+    `keep_alive`, it speaks HTTP/1.1 and keeps each connection open for the next request."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
         self.received: list[Received] = []
         self.answer: Callable[[Received], Answer] = lambda received: Answer(body={"ok": True})
         upstream = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 received = Received(
@@ -63,6 +67,7 @@ class Upstream:
                     target=self.path,
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=self.rfile.read(length) if length else b"",
+                    peer=self.client_address,
                 )
                 upstream.received.append(received)
                 answer = upstream.answer(received)
@@ -104,8 +109,8 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer,
 
 
 @contextmanager
-def http_upstream() -> Iterator[Upstream]:
-    upstream = Upstream()
+def http_upstream(*, keep_alive: bool = False) -> Iterator[Upstream]:
+    upstream = Upstream(keep_alive=keep_alive)
     try:
         yield upstream
     finally:

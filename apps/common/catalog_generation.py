@@ -8,12 +8,10 @@ tenancy because both change what agents see (tools and versions; grants and poli
 
 from __future__ import annotations
 
-import time
-
-from django.core.cache import cache
-from django.db import transaction
+from .generation import Generation
 
 CATALOG_GENERATION_KEY = "toolhub:catalog-generation"
+_CATALOG = Generation(CATALOG_GENERATION_KEY)
 
 
 def catalog_generation(*, already_read: int | None = None) -> int:
@@ -22,25 +20,10 @@ def catalog_generation(*, already_read: int | None = None) -> int:
     `already_read` is the value a caller fetched together with other keys (authentication
     reads it with the agent key, in one round trip); None reads it now.
     """
-    generation = already_read if already_read is not None else cache.get(CATALOG_GENERATION_KEY)
-    if generation is None:
-        # A counter lost to eviction or a flush restarts at the clock in milliseconds, above
-        # any value it had before, so a process never mistakes old memos for current ones.
-        fresh = time.time_ns() // 1_000_000
-        cache.add(CATALOG_GENERATION_KEY, fresh, timeout=None)
-        # Another process's add won (its value is as fresh), or a flush came between: ours then.
-        generation = cache.get(CATALOG_GENERATION_KEY, fresh)
-    return int(generation)
-
-
-def _bump() -> None:
-    try:
-        cache.incr(CATALOG_GENERATION_KEY)
-    except ValueError:  # the key is missing: start a fresh, larger generation
-        catalog_generation()
+    return _CATALOG.read(already_read=already_read)
 
 
 def catalog_changed() -> None:
     """Invalidate every catalog-derived cache once the current transaction commits
     (at once when there is none), so no process caches a state that is rolled back."""
-    transaction.on_commit(_bump)
+    _CATALOG.changed()

@@ -14,6 +14,7 @@ from django.db.models import Q, QuerySet
 from .bridge import bridge_headers, bridge_url, launch_spec
 from .crypto import InvalidToken, decrypt
 from .errors import CredentialUnreadable, SubjectCredentialMissing, UpstreamNotFound
+from .memo import KnownUpstream, UpstreamMemo, upstream_memo
 from .models import Credential, CredentialKind, SubjectCredential, Upstream
 
 logger = logging.getLogger("toolhub.upstreams")
@@ -73,15 +74,37 @@ def _auth(credential: Credential, value: str) -> tuple[dict[str, str], dict[str,
     return {}, {credential.field: value}
 
 
-def _value_for(upstream: Upstream, credential: Credential, subject: str, agent_id: int | None) -> str:
-    ciphertext = credential.ciphertext
-    if credential.per_subject:
-        own = None if agent_id is None else SubjectCredential.objects.filter(
+def _known_upstream(*, tenant_id: int | None, name: str) -> KnownUpstream:
+    """The upstream as the memo keeps it: the row, and its shared credential's value decrypted."""
+    upstream = upstream_get(tenant_id=tenant_id, name=name)
+    if upstream is None:
+        raise UpstreamNotFound(name)
+    credential = upstream.credential
+    if credential is None or credential.per_subject:
+        return KnownUpstream(upstream=upstream, value=None)
+    return KnownUpstream(upstream=upstream, value=_decrypted(upstream, credential, credential.ciphertext))
+
+
+def _subject_value(
+    memo: UpstreamMemo, upstream: Upstream, credential: Credential, subject: str, agent_id: int | None
+) -> str:
+    """The token the end user `subject` registered through the agent `agent_id`."""
+    if agent_id is None:
+        raise SubjectCredentialMissing(credential.name)
+    key = (credential.pk, agent_id, subject)
+    value = memo.subject_values.get(key)
+    if value is None:
+        own = SubjectCredential.objects.filter(
             credential=credential, agent_id=agent_id, subject=subject
         ).first()
         if own is None:
             raise SubjectCredentialMissing(credential.name)
-        ciphertext = own.ciphertext
+        value = _decrypted(upstream, credential, own.ciphertext)
+        memo.remember(memo.subject_values, key, value)
+    return value
+
+
+def _decrypted(upstream: Upstream, credential: Credential, ciphertext: str) -> str:
     try:
         return decrypt(ciphertext)
     except InvalidToken:
@@ -102,15 +125,21 @@ def upstream_for_call(
     (None: the platform); `calling_tenant_id` is the tenant whose call it is when another
     (a platform tool's caller), for a stdio server run for that tenant alone.
 
+    Served from this process's memo (memo.py) unless an upstream, credential, token or
+    launcher changed since it was filled.
+
     Raises UpstreamNotFound (none visible to the tenant; CredentialUnreadable, a subclass,
     when no configured key decrypts its credential) or SubjectCredentialMissing (a per-user
     credential and this subject registered no token through this agent).
     """
-    upstream = upstream_get(tenant_id=tenant_id, name=name)
-    if upstream is None:
-        raise UpstreamNotFound(name)
-    credential = upstream.credential
-    value = None if credential is None else _value_for(upstream, credential, subject, agent_id)
+    memo = upstream_memo()
+    known = memo.upstreams.get((tenant_id, name))
+    if known is None:
+        known = _known_upstream(tenant_id=tenant_id, name=name)
+        memo.remember(memo.upstreams, (tenant_id, name), known)
+    upstream, credential, value = known.upstream, known.upstream.credential, known.value
+    if credential is not None and credential.per_subject:
+        value = _subject_value(memo, upstream, credential, subject, agent_id)
     if upstream.launcher is not None:
         caller = tenant_id if calling_tenant_id is None else calling_tenant_id
         return _bridged(upstream, tenant_id=caller, subject=subject, value=value)

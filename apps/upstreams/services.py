@@ -1,4 +1,6 @@
-"""Writes of upstreams and credentials, each with its audit event in one transaction.
+"""Writes of upstreams and credentials, each with its audit event in one transaction; each
+that changes what a call would send drops every process's memo of upstreams (memo.py) once it
+commits.
 
 A credential's value arrives here in plaintext and leaves only as a MultiFernet token and
 its last four characters; audit events say what changed, never the value.
@@ -18,6 +20,7 @@ from apps.common.catalog_generation import catalog_changed
 
 from .crypto import encrypt, reencrypt
 from .errors import SubjectsFull
+from .memo import upstreams_changed
 from .models import Credential, McpLauncher, SubjectCredential, Upstream, last4, owned_by, value_problem
 
 
@@ -38,7 +41,7 @@ def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
     """Create or update an upstream. Validates (ValidationError: a name its owner or the
     platform already has, a URL that is no http(s), another owner's credential), writes it
     and an audit event; invalidates the catalog caches (whether drifted tools are suspended
-    changes what agents may call)."""
+    changes what agents may call) and every process's memo of upstreams."""
     creating = upstream.pk is None
     with transaction.atomic():
         _lock_name("upstream", upstream.name)
@@ -53,6 +56,7 @@ def upstream_save(*, upstream: Upstream, actor: str) -> Upstream:
             },
         )
         catalog_changed()
+        upstreams_changed()
     return upstream
 
 
@@ -71,6 +75,7 @@ def launcher_save(*, launcher: McpLauncher, actor: str) -> McpLauncher:
                 "allow_args": launcher.allow_args, "network": launcher.network,
             },
         )
+        upstreams_changed()  # what a stdio upstream runs is its launcher's
     return launcher
 
 
@@ -101,6 +106,7 @@ def upstream_delete(*, upstream: Upstream, actor: str) -> None:
         audit_record(tenant_id=upstream.tenant_id, actor=actor, action="upstream.delete", target=upstream,
                      data={"name": upstream.name})
         upstream.delete()
+        upstreams_changed()
 
 
 def _locked_credential(tenant_id: int | None, name: str) -> tuple[Credential, bool]:
@@ -152,6 +158,7 @@ def credential_set(
             data={"name": name, "kind": kind, "field": field, "per_subject": per_subject,
                   "value_changed": bool(value)},
         )
+        upstreams_changed()
     return credential
 
 
@@ -175,6 +182,7 @@ def credential_declare(
             data={"name": name, "kind": kind, "field": field, "per_subject": credential.per_subject,
                   "value_changed": False},
         )
+        upstreams_changed()
     return credential
 
 
@@ -215,6 +223,7 @@ def credential_set_for_subject(
             action="credential.subject_set" if created else "credential.subject_replace",
             data={"name": credential.name, "subject": subject},
         )
+        upstreams_changed()
     return own
 
 
@@ -242,6 +251,7 @@ def credential_delete_for_subject(
                 tenant_id=credential.tenant_id, actor=actor, target=credential,
                 action="credential.subject_delete", data={"name": credential.name, "subject": subject},
             )
+            upstreams_changed()
     return bool(deleted)
 
 

@@ -14,7 +14,7 @@ def test_a_flush_between_recreating_the_counter_and_reading_it_still_gives_a_fre
     cache.delete(generation.CATALOG_GENERATION_KEY)
     before_ms = time.time_ns() // 1_000_000
     # the key is recreated, then flushed before it is read back
-    monkeypatch.setattr(generation.cache, "add", lambda *args, **kwargs: True)
+    monkeypatch.setattr(cache, "add", lambda *args, **kwargs: True)
 
     current = generation.catalog_generation()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import TestCase
 
 from apps.bridge.processes import BACKOFF_MAX_S
 from apps.upstreams.models import Upstream
@@ -50,9 +51,12 @@ def bookings(state: Path) -> dict[str, Any]:
 
 
 def status_tool(name: str) -> None:
+    """The upstream `shipping` names its status tool, saved and committed as an operator's edit
+    is (every process's memo of upstreams drops what it held)."""
     upstream = Upstream.objects.get(name="shipping")
     upstream.status_tool = name
-    upstream_save(upstream=upstream, actor="test")
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        upstream_save(upstream=upstream, actor="test")
 
 
 def _stops(bridge: BridgeServer) -> list[str]:

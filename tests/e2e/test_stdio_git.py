@@ -104,12 +104,13 @@ def test_a_repository_the_model_names_outside_the_read_paths_is_refused_by_the_s
 
 
 def test_a_repository_the_upstream_names_outside_the_read_paths_is_not_there_for_the_server(
-    git_upstream, api, repositories, mcp_bridge: BridgeServer  # noqa: F811
+    git_upstream, api, repositories, mcp_bridge: BridgeServer, django_capture_on_commit_callbacks  # noqa: F811
 ):
     # given: acme's curator points the upstream at a repository the launcher does not list
     _, secret = repositories
-    run_command("add_upstream", "git", "--tenant", "acme", "--kind", "mcp", "--command",
-                f"mcp-server-git --repository {secret}")
+    with django_capture_on_commit_callbacks(execute=True):  # the command's change commits
+        run_command("add_upstream", "git", "--tenant", "acme", "--kind", "mcp", "--command",
+                    f"mcp-server-git --repository {secret}")
 
     # when
     body = invoke(api, "git_log", {"repo_path": str(secret), "max_count": 5}).json()

@@ -8,10 +8,13 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import TestCase
 
 from apps.tenancy.models import Agent
+from apps.upstreams.models import Upstream
+from apps.upstreams.services import upstream_save
 from tests.factories import AgentFactory, TenantFactory, UpstreamFactory
-from tests.mcp_upstream import McpUpstream
+from tests.mcp_upstream import McpUpstream, free_port
 
 
 @pytest.fixture
@@ -20,6 +23,15 @@ def agent(db, shipping: McpUpstream) -> Agent:
     agent = AgentFactory(tenant=TenantFactory(slug="acme"), name="helper")
     UpstreamFactory(shipping=True, tenant=agent.tenant, base_url=shipping.url)
     return agent
+
+
+def upstream_gone(name: str) -> None:
+    """The upstream `name` now points at a port nobody listens on, saved as an operator saves it
+    and committed (so every process's memo of upstreams drops what it held)."""
+    upstream = Upstream.objects.get(name=name)
+    upstream.base_url = f"http://127.0.0.1:{free_port()}/mcp"
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        upstream_save(upstream=upstream, actor="test")
 
 
 def run_command(name: str, *args: str) -> str:

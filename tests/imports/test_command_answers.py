@@ -13,10 +13,8 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from apps.catalog.models import DriftFinding
-from apps.upstreams.models import Upstream
 from tests.factories import TenantFactory
-from tests.imports.conftest import import_mcp
-from tests.mcp_upstream import free_port
+from tests.imports.conftest import import_mcp, upstream_gone
 from tests.ops.conftest import ROOT
 
 
@@ -61,7 +59,7 @@ def test_import_mcp_for_a_tenant_without_mcp_upstreams_says_none(db):
 def test_sync_upstreams_that_reached_no_server_fails_and_says_so(agent, shipping):
     # Given tools imported from acme's server, which then stops answering
     import_mcp("--publish")
-    Upstream.objects.filter(name="shipping").update(base_url=f"http://127.0.0.1:{free_port()}/mcp")
+    upstream_gone("shipping")
     out = io.StringIO()
 
     # When the drift check runs

@@ -11,8 +11,7 @@ from apps.catalog.models import DriftFinding, ToolVersion
 from apps.catalog.services import drift_finding_review
 from apps.upstreams.models import Upstream
 from tests.factories import AgentFactory, TenantFactory, UpstreamFactory
-from tests.imports.conftest import import_mcp, sync_upstreams, sync_upstreams_unreached
-from tests.mcp_upstream import free_port
+from tests.imports.conftest import import_mcp, sync_upstreams, sync_upstreams_unreached, upstream_gone
 
 pytestmark = pytest.mark.django_db
 
@@ -170,7 +169,7 @@ def test_a_reviewed_drift_is_not_raised_again_but_a_new_change_is(published, shi
 
 def test_an_unreachable_server_is_reported_not_a_finding(published, shipping):
     # given: the upstream now points at a port nobody listens on
-    Upstream.objects.filter(name="shipping").update(base_url=f"http://127.0.0.1:{free_port()}/mcp")
+    upstream_gone("shipping")
 
     # when
     printed = sync_upstreams_unreached()

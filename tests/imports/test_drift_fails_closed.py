@@ -17,8 +17,7 @@ from apps.tenancy.services import agent_key_issue
 from apps.upstreams.models import Upstream
 from apps.upstreams.services import upstream_save
 from tests.gateway.conftest import invoke
-from tests.imports.conftest import import_mcp, sync_upstreams, sync_upstreams_unreached
-from tests.mcp_upstream import free_port
+from tests.imports.conftest import import_mcp, sync_upstreams, sync_upstreams_unreached, upstream_gone
 
 pytestmark = pytest.mark.django_db
 
@@ -72,9 +71,7 @@ def test_an_unreached_server_suspends_the_tools_it_could_not_compare(
 ):
     # given: the agent called the tool, then the server went away
     assert status_of(api, "track_shipment", "c0", {"shipment_id": "s-1"})[0] == "ok"
-    upstream = Upstream.objects.get(name="shipping")
-    upstream.base_url = f"http://127.0.0.1:{free_port()}/mcp"
-    upstream_save(upstream=upstream, actor="test")
+    upstream_gone("shipping")
 
     # when
     with django_capture_on_commit_callbacks(execute=True):
@@ -90,8 +87,10 @@ def test_an_unreached_server_suspends_the_tools_it_could_not_compare(
     assert "could not compare" in refused["message"]
 
     # when: the server answers again and lists what was pinned
+    upstream = Upstream.objects.get(name="shipping")
     upstream.base_url = shipping.url
-    upstream_save(upstream=upstream, actor="test")
+    with django_capture_on_commit_callbacks(execute=True):
+        upstream_save(upstream=upstream, actor="test")
     with django_capture_on_commit_callbacks(execute=True):
         sync_upstreams("--upstream", "shipping")
 
@@ -104,9 +103,7 @@ def test_an_unreached_server_suspends_the_tools_it_could_not_compare(
 def test_an_unreached_server_suspends_nothing_where_suspension_is_off(agent, shipping):
     # given
     import_mcp("--tools", "track_shipment", "--publish", "--grant", "helper")
-    upstream = Upstream.objects.get(name="shipping")
-    upstream.base_url = f"http://127.0.0.1:{free_port()}/mcp"
-    upstream_save(upstream=upstream, actor="test")
+    upstream_gone("shipping")
 
     # when
     printed = sync_upstreams_unreached("--upstream", "shipping")

@@ -198,3 +198,25 @@ def test_a_read_from_a_misbehaving_upstream_answers_in_time_with_the_right_kind(
     assert elapsed < LATEST_ANSWER_S
     assert body["status"] == "error" and body["kind"] == READ_KINDS[behaviour]
     assert not LedgerEntry.objects.exists()
+
+
+def test_a_name_that_resolves_too_slowly_answers_in_time_and_nothing_was_sent(
+    api, publish_tool, session_for, monkeypatch
+):
+    # given: a provider whose name takes far longer than the tool's timeout to resolve
+    def slow_resolver(host, port, *args, **kwargs):
+        time.sleep(TIMEOUT_S * 3)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_resolver)
+    publish_tool("pay_out", side_effect="write", executor="http", timeout_s=TIMEOUT_S,
+                 executor_config={"url": "http://payouts.example", "path": "/payouts"})
+
+    # when
+    body, elapsed = _timed_invoke(api, "pay_out", session_for("u-1"))
+
+    # then
+    assert elapsed < LATEST_ANSWER_S
+    assert (body["status"], body["kind"]) == ("error", "upstream_error")
+    assert "nothing happened" in body["message"]
+    assert LedgerEntry.objects.get().state == LedgerState.FAILED

@@ -36,16 +36,20 @@ def test_adding_a_credential_stores_it_and_the_page_shows_only_its_last_four(acm
     assert 'type="password" name="value"' in html and 'value="' + SECRET not in html
 
 
-def test_saving_with_the_value_empty_keeps_it_and_a_new_value_replaces_it(acme, acme_staff):
+def test_saving_with_the_value_empty_keeps_it_and_a_new_value_replaces_it(
+    acme, acme_staff, django_capture_on_commit_callbacks
+):
     credential = CredentialFactory(tenant=acme, name="orders-key", value=SECRET)
     url = _change("credential", credential)
     form = {"kind": "header", "field": "X-Api-Key", "value": "",
             "subjects-TOTAL_FORMS": 0, "subjects-INITIAL_FORMS": 0}
 
-    kept = acme_staff.post(url, form)
+    with django_capture_on_commit_callbacks(execute=True):
+        kept = acme_staff.post(url, form)
     upstream = UpstreamFactory(tenant=acme, name="orders-api", credential=Credential.objects.get())
     headers_kept = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="").auth_headers
-    replaced = acme_staff.post(url, {**form, "value": "new-secret-0000aaaa"})
+    with django_capture_on_commit_callbacks(execute=True):
+        replaced = acme_staff.post(url, {**form, "value": "new-secret-0000aaaa"})
     headers_new = upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="").auth_headers
 
     assert kept.status_code == replaced.status_code == 302

@@ -140,7 +140,9 @@ def test_a_credential_that_cannot_work_is_refused_without_quoting_it(acme, kind,
     assert not value or value not in str(refused.value)
 
 
-def test_a_per_user_credential_uses_the_sessions_own_token_registered_by_the_calling_agent(acme):
+def test_a_per_user_credential_uses_the_sessions_own_token_registered_by_the_calling_agent(
+    acme, django_capture_on_commit_callbacks
+):
     credential = CredentialFactory(tenant=acme, name="crm", per_subject=True)
     upstream = UpstreamFactory(tenant=acme, name="orders-api", credential=credential)
     agent, other_agent = AgentFactory(tenant=acme, name="bot"), AgentFactory(tenant=acme, name="other-bot")
@@ -155,7 +157,8 @@ def test_a_per_user_credential_uses_the_sessions_own_token_registered_by_the_cal
         upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="", agent_id=agent.pk)
     assert not credential_delete_for_subject(credential=credential, agent_id=other_agent.pk, subject="u-1",
                                              actor="test")
-    credential_delete_for_subject(credential=credential, agent_id=agent.pk, subject="u-1", actor="test")
+    with django_capture_on_commit_callbacks(execute=True):
+        credential_delete_for_subject(credential=credential, agent_id=agent.pk, subject="u-1", actor="test")
     with pytest.raises(SubjectCredentialMissing):
         upstream_for_call(tenant_id=acme.pk, name=upstream.name, subject="u-1", agent_id=agent.pk)
 

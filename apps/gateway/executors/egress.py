@@ -10,13 +10,25 @@ therefore gets nowhere. `AsyncEgressTransport` does the same for the MCP SDK's a
 
 Both transports also stop reading an answer past TOOLHUB_UPSTREAM_MAX_RESPONSE_BYTES (read at
 each answer, so a changed setting applies; answer_limit.py).
+
+httpx's timeouts bound each step (a connect, a read, a write), not a whole exchange: an
+upstream that drips a byte at a time would never trip them. Inside `deadline(seconds)` every
+step of `EgressTransport`'s connections, on the calling thread, ends by then: a name's
+resolution (on a worker thread, as getaddrinfo takes no timeout), the connect, the TLS
+handshake, each read and write, pooled keep-alive connections included.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable, Sequence
+import ssl
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -29,6 +41,59 @@ from apps.common.compat.httpx_pool import use_async_pool, use_pool
 from apps.common.egress import EgressRefused, IPAddress, egress_policy
 
 from .answer_limit import CappedAsyncStream, CappedStream
+
+_DEADLINE: ContextVar[float | None] = ContextVar("toolhub_egress_deadline", default=None)
+# Names are resolved here when a deadline bounds them; a handful at once is plenty, since
+# keep-alive connections make new ones rare.
+_RESOLVERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolhub-resolve")
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Every connect, read and write of EgressTransport's connections on this thread ends within
+    `seconds` from now (httpcore's ConnectTimeout, ReadTimeout, WriteTimeout past it)."""
+    token = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
+    """`timeout`, shortened to what is left of the deadline; raises `expired` once it passed."""
+    end = _DEADLINE.get()
+    if end is None:
+        return timeout
+    left = end - time.monotonic()
+    if left <= 0:
+        raise expired("the call's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every step ends by the deadline of the thread using it."""
+
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return _DeadlineStream(
+            self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout, httpcore.ConnectTimeout))
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
 
 
 class _PolicedBackend(httpcore.NetworkBackend):
@@ -45,14 +110,15 @@ class _PolicedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        addresses = _allowed_addresses(host, port, _resolve(host, port))
+        addresses = _allowed_addresses(host, port, _resolve_by_deadline(host, port))
         error: Exception = httpcore.ConnectError(f"{host} resolved to no address")
         for address in addresses:
             try:
-                return self._backend.connect_tcp(
-                    str(address), port, timeout=timeout, local_address=local_address,
-                    socket_options=socket_options,
+                stream = self._backend.connect_tcp(
+                    str(address), port, timeout=_bounded(timeout, httpcore.ConnectTimeout),
+                    local_address=local_address, socket_options=socket_options,
                 )
+                return _DeadlineStream(stream)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 error = exc
         raise error
@@ -62,6 +128,25 @@ class _PolicedBackend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
+
+
+def _resolve_by_deadline(host: str, port: int) -> Sequence[IPAddress]:
+    """_resolve, given up (ConnectTimeout) at the deadline when one is set and `host` is a name."""
+    left = _bounded(None, httpcore.ConnectTimeout)
+    if left is None or _is_address(host):
+        return _resolve(host, port)
+    try:
+        return _RESOLVERS.submit(_resolve, host, port).result(timeout=left)
+    except FutureTimeout:
+        raise httpcore.ConnectTimeout(f"{host} was not resolved before the call's deadline") from None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 class _PolicedAsyncBackend(httpcore2.AsyncNetworkBackend):

@@ -5,28 +5,25 @@ or a platform URL setting, and a platform secret named by `secret_ref`, never an
 arguments. How the arguments fill the request (method, path, query, headers, body) and which
 part of the answer is the result is mapping.py. Each failure is classified by what we
 know about the side effect: nothing sent (the request could not be built, or failed before a
-byte left: no http(s) scheme, DNS failure, connection refused) → not applied; sent but no
-clear answer → ambiguous.
+byte left: no http(s) scheme, DNS failure, connection refused, no connection by the tool's
+timeout) → not applied; sent but no clear answer → ambiguous.
 
 Only platform-owned tools may name platform settings (`secret_ref`, `url_setting`): checked
 on save, and again here in case a tool changed owner. Every connection goes through the
 egress policy (../egress.py). Either refusal is `unavailable`, with nothing sent.
 
 httpx's timeouts bound each read and write, not the whole exchange: an upstream that
-drips a byte at a time would never trip them. So the exchange runs on a worker thread
-and the caller stops waiting at the tool's timeout (the thread ends at httpx's own
-timeouts or when the upstream finishes; like a timed-out python executor, the call may
-still complete, which is why a timed-out write is `unknown`).
+drips a byte at a time would never trip them. So the exchange runs under the egress
+transport's deadline (../egress.py): on the calling thread, every step of it ends by the
+tool's timeout, and a timed-out write is `unknown` (the upstream may have applied it).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from functools import partial
+from functools import lru_cache
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import quote
 
@@ -35,7 +32,6 @@ from django.conf import settings
 
 from apps.catalog.definitions import path_problems, platform_settings_named
 from apps.common.errors import InvalidArgsError, UnavailableError
-from apps.common.request_context import in_current_context
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.selectors import upstream_for_call
 
@@ -49,22 +45,54 @@ from ..base import (
     ExecutionTimedOut,
     ReconcileAnswer,
 )
-from ..egress import EgressRefused, EgressTransport
+from ..egress import EgressRefused, EgressTransport, deadline
 from ..endpoint import Endpoint
 from .mapping import RequestParts, ResponseShapeError, request_parts, selected_response, status_parts
 from .upstream_errors import ErrorAnswer, refusal, wire_names
 
 logger = logging.getLogger("toolhub.egress")
+# httpx's client logs a line per request here; the executor keeps logging it, as before, for
+# operators (apps/common/logs.py hides the query values of its URLs).
+request_logger = logging.getLogger("httpx")
 
+_TRANSPORT = EgressTransport()
+# A jar that keeps nothing: a cookie one upstream sets must never go with another tenant's or
+# user's request to the same host.
 _CLIENT = httpx.Client(
-    transport=EgressTransport(), follow_redirects=False, headers={"User-Agent": "ToolHub/1"}
+    transport=_TRANSPORT, follow_redirects=False, headers={"User-Agent": "ToolHub/1"},
+    cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
 )
-_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="toolhub-http")
+# What every request's headers start from: httpx's defaults (Accept, Accept-Encoding,
+# Connection) and ToolHub's User-Agent.
+_BASE_HEADERS = _CLIENT.headers
 
 
 def shared_client() -> httpx.Client:
-    """The client every http call goes through (its pool, the egress transport)."""
+    """A client on the transport every http call goes through (its pool, the egress policy),
+    with the same headers and no cookie jar."""
     return _CLIENT
+
+
+def _exchange(request: ExecutionRequest, outgoing: httpx.Request) -> httpx.Response:
+    """The whole answer to `outgoing`, within the tool's timeout (httpx.TimeoutException past
+    it), through the transport alone: no redirect is followed, and nothing of httpx's client
+    (auth flows, cookies, event hooks) runs per call."""
+    with deadline(request.timeout_s):
+        response = _TRANSPORT.handle_request(outgoing)
+        request_logger.info(
+            'HTTP Request: %s %s "%s %d %s"', outgoing.method, outgoing.url, response.http_version,
+            response.status_code, response.reason_phrase,
+        )
+        try:
+            response.read()
+        finally:
+            response.close()
+    return response
+
+
+@lru_cache(maxsize=64)
+def _timeout(seconds: float) -> httpx.Timeout:
+    return httpx.Timeout(seconds)
 
 
 def _endpoint(request: ExecutionRequest) -> Endpoint:
@@ -109,18 +137,20 @@ def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint
     """The request to send; the endpoint's credentials win over a mapped header or query
     parameter of the same name. The query (pairs the mapping has percent-encoded already) is
     appended to one the path may already have; the body goes as the mapping wrote its bytes."""
-    headers = httpx.Headers(dict(parts.headers))
+    headers = httpx.Headers(_BASE_HEADERS)
+    headers.update(parts.headers)
     if parts.content_type:
         headers["Content-Type"] = parts.content_type
-    headers.update(dict(endpoint.headers))
+    headers.update(endpoint.headers)
     credentials = [(quote(k, safe=""), quote(v, safe="")) for k, v in endpoint.query.items()]
     taken = {k for k, _ in credentials}
     query = [*credentials, *((k, v) for k, v in parts.query if k not in taken)]
     url = endpoint.base_url + parts.path
     if query:
         url += ("&" if "?" in url else "?") + "&".join(f"{k}={v}" for k, v in query)
-    outgoing = _CLIENT.build_request(
-        parts.method, url, headers=headers, content=parts.content, timeout=httpx.Timeout(request.timeout_s)
+    outgoing = httpx.Request(
+        parts.method, url, headers=headers, content=parts.content,
+        extensions={"timeout": _timeout(request.timeout_s).as_dict()},
     )
     if reason := _off_base(endpoint.base_url, parts.path, outgoing.url):
         raise _unavailable(request, reason)
@@ -133,7 +163,7 @@ def _off_base(base_url: str, path: str, url: httpx.URL) -> str | None:
     credentials it carries leave: the same scheme, userinfo, host and port, and a path under
     the base's (httpx has already resolved '..' when it parsed the URL, so dots are judged in
     `path` as filled)."""
-    base = httpx.URL(base_url)
+    base, base_path = _parsed_base(base_url)
     if (url.scheme, url.userinfo, url.host, url.port) != (base.scheme, base.userinfo, base.host, base.port):
         return (
             f"its path leads to {url.host}:{url.port or _default_port(url)}, not to its upstream's "
@@ -141,11 +171,18 @@ def _off_base(base_url: str, path: str, url: httpx.URL) -> str | None:
         )
     if problems := path_problems(path):
         return f"its path would leave its upstream's base URL ({'; '.join(problems)})"
-    base_path = base.raw_path.partition(b"?")[0].rstrip(b"/")
     sent_path = url.raw_path.partition(b"?")[0]
     if sent_path != base_path and not sent_path.startswith(base_path + b"/"):
         return f"its path leads out of its upstream's base path {base_path.decode()!r}"
     return None
+
+
+@lru_cache(maxsize=256)
+def _parsed_base(base_url: str) -> tuple[httpx.URL, bytes]:
+    """A base URL as parsed, and its path without query or trailing slash: a pure function of
+    the text, so it is parsed once."""
+    base = httpx.URL(base_url)
+    return base, base.raw_path.partition(b"?")[0].rstrip(b"/")
 
 
 def _default_port(url: httpx.URL) -> int:
@@ -195,17 +232,6 @@ def _rejection(response: httpx.Response, request: ExecutionRequest, endpoint: En
     )
 
 
-def _within_timeout(request: ExecutionRequest, send: Callable[[], httpx.Response]) -> httpx.Response:
-    """`send()`'s response, or ExecutionTimedOut once the tool's timeout has passed."""
-    future = _POOL.submit(in_current_context(send))
-    try:
-        return future.result(timeout=request.timeout_s)
-    except FutureTimeout:
-        raise ExecutionTimedOut(
-            f"no complete answer from {request.tool_name}'s provider within {request.timeout_s} s"
-        ) from None
-
-
 def run_http(request: ExecutionRequest) -> Any:
     endpoint = _endpoint(request)
     try:
@@ -220,7 +246,7 @@ def run_http(request: ExecutionRequest) -> Any:
             f"the request to {request.tool_name}'s provider could not be built: {type(exc).__name__}"
         ) from None
     try:
-        response = _within_timeout(request, partial(_CLIENT.send, outgoing))
+        response = _exchange(request, outgoing)
     except EgressRefused as exc:
         raise _unavailable(request, exc.reason) from None
     except ResponseTooLarge as exc:
@@ -232,7 +258,7 @@ def run_http(request: ExecutionRequest) -> Any:
         ) from None
     except httpx.TimeoutException:
         raise ExecutionTimedOut(
-            f"no answer from {request.tool_name}'s provider within {request.timeout_s} s"
+            f"no complete answer from {request.tool_name}'s provider within {request.timeout_s} s"
         ) from None
     except httpx.TransportError as exc:
         raise ExecutionAmbiguous(f"the connection failed after sending: {type(exc).__name__}") from None
@@ -261,7 +287,7 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
     parts = status_parts(request.config, idempotency_key=request.idempotency_key)
     try:
-        response = _within_timeout(request, partial(_CLIENT.send, _outgoing(request, parts, endpoint)))
+        response = _exchange(request, _outgoing(request, parts, endpoint))
     except ExecutionRejected as exc:
         return ReconcileAnswer(found=None, note=f"not asked: {exc.error.message}", retry=False)
     except EgressRefused as exc:
@@ -270,12 +296,12 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"status endpoint answered, but {exc}", retry=False)
     except httpx.InvalidURL:
         return ReconcileAnswer(found=None, note="not asked: the status URL is not a valid URL", retry=False)
-    except httpx.HTTPError as exc:
-        return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
-    except ExecutionTimedOut:
+    except httpx.TimeoutException:
         return ReconcileAnswer(
             found=None, note=f"status endpoint did not answer within {request.timeout_s} s"
         )
+    except httpx.HTTPError as exc:
+        return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
     if response.status_code == 404:
         return ReconcileAnswer(found=False, note="the provider has no request with this key")
     if response.status_code != 200:

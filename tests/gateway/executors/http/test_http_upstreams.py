@@ -177,3 +177,40 @@ def test_a_basic_auth_password_quoted_in_a_refusal_never_reaches_the_model(api, 
     assert "password [redacted] is not allowed here" in body["message"]
     assert BASIC_PASSWORD not in response.content.decode()
     assert all(BASIC_PASSWORD not in str(row.envelope) for row in Invocation.objects.all())
+
+
+def test_a_cookie_an_upstream_sets_is_never_sent_with_a_later_call(api, agent, api_server, session_for):
+    # given: the upstream answers one user's call with a session cookie of theirs
+    UpstreamFactory(orders=True, tenant=agent.tenant, base_url=api_server.url)
+    tenant_tool(agent, upstream="orders-api")
+    api_server.answer = lambda received: Answer(
+        body={"order_id": "o-1"}, headers={"Set-Cookie": "session=of-u-1; Path=/"}
+    )
+    first = invoke(api, "order_lookup", {"order_id": "o-1"}, session=session_for("u-1")).json()
+
+    # when: another user's call goes to the same host
+    second = invoke(api, "order_lookup", {"order_id": "o-2"}, session=session_for("u-2"), call_id="c2").json()
+
+    # then: it carries no cookie of the first
+    assert first["status"] == second["status"] == "ok"
+    assert [r.headers.get("cookie") for r in api_server.received] == [None, None]
+
+
+def test_a_tightened_egress_policy_refuses_the_next_call_on_a_kept_alive_connection(api, agent, settings):
+    with http_upstream(keep_alive=True) as server:
+        # given: two calls went over one kept-alive connection
+        UpstreamFactory(orders=True, tenant=agent.tenant, base_url=server.url)
+        tenant_tool(agent, upstream="orders-api")
+        answered = [invoke(api, "order_lookup", {"order_id": f"o-{n}"}, call_id=f"c{n}").json()
+                    for n in (1, 2)]
+
+        # when: the policy no longer allows the host
+        settings.TOOLHUB_EGRESS_ALLOW = []
+        refused = invoke(api, "order_lookup", {"order_id": "o-3"}, call_id="c3").json()
+
+    # then
+    assert [body["status"] for body in answered] == ["ok", "ok"]
+    assert server.received[0].peer == server.received[1].peer
+    assert (refused["status"], refused["kind"]) == ("error", "unavailable")
+    assert "Nothing was sent" in refused["message"]
+    assert len(server.received) == 2
