@@ -252,31 +252,39 @@ def _replay(body: bytes) -> Any:
     return receive
 
 
-def _config(upstream: McpUpstream, port: int) -> uvicorn.Config:
-    upstream.url = f"http://127.0.0.1:{port}/mcp"
-    return uvicorn.Config(
-        _app(upstream), host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
-    )
+def _config(app: Any, port: int, *, lifespan: str = "auto") -> uvicorn.Config:
+    return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan,
+                          timeout_graceful_shutdown=1)
 
 
 @contextmanager
-def mcp_upstream(port: int | None = None, *, handshake_only: bool = False) -> Iterator[McpUpstream]:
-    """The server on a thread of this process."""
-    upstream = McpUpstream(url="", handshake_only=handshake_only)
-    server = uvicorn.Server(_config(upstream, port or free_port()))
+def served_on_thread(app: Any, port: int, *, lifespan: str = "auto") -> Iterator[None]:
+    """The ASGI `app` under uvicorn on loopback `port`, on a thread of this process, until the
+    block ends; `lifespan="off"` for an app that answers no lifespan events."""
+    server = uvicorn.Server(_config(app, port, lifespan=lifespan))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.02)
     try:
-        yield upstream
+        yield
     finally:
         # Without waiting for open connections to close: the GET stream of a session the
         # gateway keeps cached stays open until timeout_graceful_shutdown (a second per test)
         # and is cut then anyway.
         server.should_exit = server.force_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def mcp_upstream(port: int | None = None, *, handshake_only: bool = False) -> Iterator[McpUpstream]:
+    """The server on a thread of this process."""
+    upstream = McpUpstream(url="", handshake_only=handshake_only)
+    port = port or free_port()
+    upstream.url = f"http://127.0.0.1:{port}/mcp"
+    with served_on_thread(_app(upstream), port):
+        yield upstream
 
 
 @dataclass
@@ -330,7 +338,8 @@ def main() -> None:
     upstream = McpUpstream(url="", state_file=options.state,
                            pickup_delay_s=options.pickup_delay, answer_delay_s=options.answer_delay)
     upstream.load()
-    uvicorn.Server(_config(upstream, options.port)).run()
+    upstream.url = f"http://127.0.0.1:{options.port}/mcp"
+    uvicorn.Server(_config(_app(upstream), options.port)).run()
 
 
 if __name__ == "__main__":

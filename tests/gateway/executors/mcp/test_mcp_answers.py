@@ -6,21 +6,18 @@ session is made as the SDK makes it (server/discover on 2026-07-28)."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import uvicorn
 
 from apps.ledger.models import LedgerEntry, LedgerState
 from tests.factories import UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.gateway.mcp_tools import mcp_tool
-from tests.mcp_upstream import free_port
+from tests.mcp_upstream import free_port, served_on_thread
 
 pytestmark = pytest.mark.django_db
 
@@ -71,18 +68,8 @@ def scripted(answer: Callable[[dict[str, Any]], Answer]) -> Iterator[Scripted]:
     server = Scripted(answer)
     port = free_port()
     server.url = f"http://127.0.0.1:{port}/mcp"
-    runner = uvicorn.Server(uvicorn.Config(_app(server), host="127.0.0.1", port=port, lifespan="off",
-                                           log_level="warning"))
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not runner.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    try:
+    with served_on_thread(_app(server), port, lifespan="off"):
         yield server
-    finally:
-        runner.should_exit = runner.force_exit = True
-        thread.join(timeout=10)
 
 
 def _json(request: dict[str, Any], **outcome: Any) -> Answer:
