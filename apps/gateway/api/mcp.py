@@ -15,7 +15,8 @@ Behaviour (Streamable HTTP, JSON response mode):
   response gets 202. GET and DELETE answer 405: no server-initiated stream, no state.
 - Auth: the agent key as `Authorization: Bearer`; the end user's session token in
   `X-ToolHub-Session`, exactly as on the REST API. Host (and Origin, when sent) must be an
-  allowed host, against DNS rebinding.
+  allowed host, against DNS rebinding. A key this process knows is taken on trust as on REST
+  invoke's lean path: tools/call checks it with the task's counters, in their round trip.
 - `initialize` returns an `Mcp-Session-Id` that is signed, not stored: it carries the
   agent, the negotiated protocol version and a random id. That id is the default task of
   the connection (loop detection, budgets, write idempotency) unless `X-ToolHub-Task` names
@@ -56,7 +57,7 @@ from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.gateway.tool_exports import agent_tool_export
-from apps.tenancy.authentication import AgentPrincipal, authenticated_agent
+from apps.tenancy.authentication import AgentPrincipal, StaleKey, authenticated_agent, key_confirmed
 
 from . import mcp_modern, mcp_sessions, mcp_tasks
 from .mcp_messages import message as read_message
@@ -261,35 +262,55 @@ class McpView(View):
         if not origin_allowed(request):
             return _error(None, McpError(types.INVALID_REQUEST, "Origin not allowed.", status=403))
         try:
-            principal = authenticated_agent(request.META)
-        except AuthenticationFailed as exc:
-            principal, failure = None, str(exc.detail)
-        else:
-            failure = "Send 'Authorization: Bearer <agent key>'."
-        if principal is None:
-            return _error(
-                None,
-                McpError(types.INVALID_REQUEST, f"Unauthorized: {failure}", status=401),
-                headers={"WWW-Authenticate": 'Bearer realm="toolhub"'},
-            )
-        rpc_id: types.RequestId | None = None
-        try:
-            message = read_message(request)
-            if not isinstance(message, types.JSONRPCRequest):
-                return HttpResponse(status=202)
-            rpc_id = message.id
-            return _handle(request, principal, message)
-        except McpError as error:
-            return _error(rpc_id, error)
-        except DatabaseError:
-            logger.exception("database unavailable during an MCP request")
-            unavailable = McpError(
-                types.INTERNAL_ERROR,
-                "ToolHub cannot reach its database, so nothing was run; try again in a few seconds.",
-                status=503,
-            )
-            return _error(rpc_id, unavailable, headers={"Retry-After": "5"})
-        except Exception:
-            internal = InternalError()
-            logger.exception("internal error %s in an MCP request", internal.error_id)
-            return _error(rpc_id, McpError(types.INTERNAL_ERROR, internal.message, status=500))
+            return _served(request, on_trust=True)
+        except StaleKey:
+            # The key taken on trust is not as remembered, and nothing was written: the same
+            # request again, its key read in full.
+            return _served(request, on_trust=False)
+
+
+def _served(request: HttpRequest, *, on_trust: bool) -> HttpResponse:
+    """The answer to one POST. A key taken on trust is checked before any answer leaves and
+    before anything is written: by tools/call with the task's counters (one round trip), by
+    every other method before it is served. StaleKey when it is not as remembered."""
+    try:
+        principal = authenticated_agent(request.META, on_trust=on_trust)
+    except AuthenticationFailed as exc:
+        principal, failure = None, str(exc.detail)
+    else:
+        failure = "Send 'Authorization: Bearer <agent key>'."
+    if principal is None:
+        return _error(
+            None,
+            McpError(types.INVALID_REQUEST, f"Unauthorized: {failure}", status=401),
+            headers={"WWW-Authenticate": 'Bearer realm="toolhub"'},
+        )
+    rpc_id: types.RequestId | None = None
+    try:
+        message = read_message(request)
+        if not isinstance(message, types.JSONRPCRequest):
+            key_confirmed(principal)
+            return HttpResponse(status=202)
+        rpc_id = message.id
+        if message.method != "tools/call":
+            key_confirmed(principal)
+        response = _handle(request, principal, message)
+    except McpError as error:
+        key_confirmed(principal)
+        return _error(rpc_id, error)
+    except StaleKey:
+        raise
+    except DatabaseError:
+        logger.exception("database unavailable during an MCP request")
+        unavailable = McpError(
+            types.INTERNAL_ERROR,
+            "ToolHub cannot reach its database, so nothing was run; try again in a few seconds.",
+            status=503,
+        )
+        return _error(rpc_id, unavailable, headers={"Retry-After": "5"})
+    except Exception:
+        internal = InternalError()
+        logger.exception("internal error %s in an MCP request", internal.error_id)
+        return _error(rpc_id, McpError(types.INTERNAL_ERROR, internal.message, status=500))
+    key_confirmed(principal)  # settled by the call's counters already: a no-op that keeps the rule local
+    return response
