@@ -159,6 +159,8 @@ def _tools_call(ctx: _Context, parsed: types.CallToolRequest, rpc_id: types.Requ
     if mcp_tasks.declared(ctx.session.version, parsed.params, ctx.client):
         if (task := mcp_tasks.created(envelope, ctx.tasks)) is not None:
             return task
+    if ctx.session.version in HANDSHAKE_PROTOCOL_VERSIONS:
+        return Shaped(wire=mcp_tasks.call_tool_wire(envelope, ctx.principal, ctx.toolset, ctx.phase))
     return mcp_tasks.call_tool_result(envelope, ctx.principal, ctx.toolset, ctx.phase)
 
 
