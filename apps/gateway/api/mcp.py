@@ -43,7 +43,6 @@ from typing import Any
 import mcp_types as types
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from mcp_types import methods as surfaces
@@ -250,9 +249,14 @@ def _result(rpc_id: types.RequestId, result: dict[str, Any]) -> JsonResponse:
     return JsonResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
 
 
-@method_decorator(csrf_exempt, name="dispatch")
 class McpView(View):
     http_method_names = ["post", "get", "delete"]
+
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> Any:
+        # An agent's key authenticates, never a cookie: no CSRF check. Exempted once here;
+        # method_decorator on dispatch would wrap the method anew on every request.
+        return csrf_exempt(super().as_view(**initkwargs))
 
     def get(self, request: HttpRequest) -> HttpResponse:
         # No server-initiated messages: the spec's answer is 405 for the GET stream.
