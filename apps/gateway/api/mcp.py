@@ -9,6 +9,8 @@ tools/call has to go through the synchronous pipeline (invoke_calls) anyway. So 
 small stateless JSON-RPC handler, but every message is parsed, and every result shaped,
 with the SDK's own pydantic types and per-version surfaces (`mcp_types.methods`): what goes
 on the wire is exactly what the SDK's client and server expect for the negotiated version.
+The one exception, the hot path's, is a handshake revision's tools/call result: built as
+the dict those surfaces give (mcp_tasks.call_tool_wire; a test holds the two equal).
 
 Behaviour (Streamable HTTP, JSON response mode):
 - POST carries one JSON-RPC message. A request is answered in the body; a notification or
