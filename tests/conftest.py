@@ -4,6 +4,7 @@ and its upstream row are here, for every test folder."""
 from collections.abc import Iterator
 
 import pytest
+import redis.client
 from django.core.cache import cache
 
 from apps.upstreams.models import Upstream
@@ -18,6 +19,26 @@ def _clear_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def cache_round_trips(monkeypatch) -> list[int]:
+    """Redis round trips made since the fixture started (a pipeline is one)."""
+    trips = [0]
+    command, pipeline = redis.client.Redis.execute_command, redis.client.Pipeline.execute
+
+    def counted_command(self, *args, **kwargs):
+        if not isinstance(self, redis.client.Pipeline):
+            trips[0] += 1
+        return command(self, *args, **kwargs)
+
+    def counted_pipeline(self, *args, **kwargs):
+        trips[0] += 1
+        return pipeline(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.client.Redis, "execute_command", counted_command)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", counted_pipeline)
+    return trips
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ the key or the catalog is seen by the very next request."""
 from __future__ import annotations
 
 import pytest
-import redis.client
 from django.core.cache import cache
 
 from apps.audit.models import Invocation
@@ -47,26 +46,6 @@ def known(call, publish_tool):
     assert call().json()["status"] == call().json()["status"] == "ok"
     RUNS.clear()
     return version
-
-
-@pytest.fixture
-def cache_round_trips(monkeypatch) -> list[int]:
-    """Redis round trips made since the fixture started (a pipeline is one)."""
-    trips = [0]
-    command, pipeline = redis.client.Redis.execute_command, redis.client.Pipeline.execute
-
-    def counted_command(self, *args, **kwargs):
-        if not isinstance(self, redis.client.Pipeline):
-            trips[0] += 1
-        return command(self, *args, **kwargs)
-
-    def counted_pipeline(self, *args, **kwargs):
-        trips[0] += 1
-        return pipeline(self, *args, **kwargs)
-
-    monkeypatch.setattr(redis.client.Redis, "execute_command", counted_command)
-    monkeypatch.setattr(redis.client.Pipeline, "execute", counted_pipeline)
-    return trips
 
 
 def test_a_call_with_a_known_key_makes_one_cache_round_trip(known, call, cache_round_trips):

@@ -8,6 +8,7 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
+from django.test import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -211,6 +212,15 @@ def test_an_unknown_toolset_in_the_url_is_an_invalid_params_error(client, key):
     error = response.json()["error"]
     assert error["code"] == types.INVALID_PARAMS and "no toolset named 'sales'" in error["message"]
     assert error["data"]["kind"] == "invalid_args"
+
+
+@pytest.mark.django_db
+def test_an_mcp_client_needs_no_csrf_token_it_authenticates_with_a_bearer_key(key):
+    browserless = Client(enforce_csrf_checks=True)
+
+    answer = initialize(browserless, key)
+
+    assert answer.status_code == 200 and answer["Mcp-Session-Id"]
 
 
 @pytest.mark.django_db

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import uuid
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
+import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
+from mcp_types import methods as surfaces
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from apps.gateway.api import mcp_tasks
+from apps.gateway.replies import envelope_text
+from apps.tenancy.authentication import AgentPrincipal
 from tests.mcp.test_mcp import initialize, rpc, run_client
 
 # tests.echo answers {"echo": <the arguments>}.
@@ -108,3 +118,37 @@ def test_an_error_of_a_tool_with_an_output_schema_has_no_structured_content(
 
     assert result["isError"] is True and "structuredContent" not in result
     assert json.loads(result["content"][0]["text"])["kind"] == "invalid_args"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("version", HANDSHAKE_PROTOCOL_VERSIONS)
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        {"status": "ok", "tool": "t", "data": {"none": None, "nested": [1, None, {"x": "é\u2028"}]}},
+        {
+            "status": "ok", "tool": "t",
+            "data": {
+                "total": Decimal("12.50"), "at": datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC),
+                "pair": (1, 2), "id": uuid.UUID(int=7), "ratio": math.nan, "span": timedelta(seconds=1.5),
+            },
+        },
+        {"status": "error", "kind": "unknown_tool", "message": "No tool named t.", "hint": None},
+    ],
+    ids=["json", "python values", "error"],
+)
+def test_a_tools_call_result_goes_on_a_handshake_wire_as_the_sdk_serializes_it(agent, version, envelope):
+    principal = AgentPrincipal(
+        agent_id=agent.pk, agent_name=agent.name, tenant_id=agent.tenant_id, tenant_slug="acme", key_id=0
+    )
+    sdk_result = types.CallToolResult(
+        content=[types.TextContent(type="text", text=envelope_text(envelope))],
+        structured_content=envelope,  # the envelope itself: no tool of this agent has an output schema
+        is_error=envelope["status"] == "error",
+    )
+
+    wire = mcp_tasks.call_tool_wire(envelope, principal, None, None)
+
+    assert wire == surfaces.serialize_server_result(
+        "tools/call", version, sdk_result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    )

@@ -9,13 +9,16 @@ tools/call has to go through the synchronous pipeline (invoke_calls) anyway. So 
 small stateless JSON-RPC handler, but every message is parsed, and every result shaped,
 with the SDK's own pydantic types and per-version surfaces (`mcp_types.methods`): what goes
 on the wire is exactly what the SDK's client and server expect for the negotiated version.
+The one exception, the hot path's, is a handshake revision's tools/call result: built as
+the dict those surfaces give (mcp_tasks.call_tool_wire; a test holds the two equal).
 
 Behaviour (Streamable HTTP, JSON response mode):
 - POST carries one JSON-RPC message. A request is answered in the body; a notification or
   response gets 202. GET and DELETE answer 405: no server-initiated stream, no state.
 - Auth: the agent key as `Authorization: Bearer`; the end user's session token in
   `X-ToolHub-Session`, exactly as on the REST API. Host (and Origin, when sent) must be an
-  allowed host, against DNS rebinding.
+  allowed host, against DNS rebinding. A key this process knows is taken on trust as on REST
+  invoke's lean path: tools/call checks it with the task's counters, in their round trip.
 - `initialize` returns an `Mcp-Session-Id` that is signed, not stored: it carries the
   agent, the negotiated protocol version and a random id. That id is the default task of
   the connection (loop detection, budgets, write idempotency) unless `X-ToolHub-Task` names
@@ -38,16 +41,10 @@ import logging
 import secrets
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 import mcp_types as types
-from django.conf import settings
-from django.core import signing
-from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.http.request import validate_host
-from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from mcp_types import methods as surfaces
@@ -57,25 +54,23 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from apps.common import jsontext
 from apps.common.errors import InternalError, ToolHubError
-from apps.common.parsers import MAX_BODY_DEPTH, nested_deeper_than
-from apps.common.request_body import BodyCut, BodyReadTimeout, body_refusal_error
 from apps.gateway.contracts import ToolCall
 from apps.gateway.replies import error_envelope
 from apps.gateway.services import InvokeOptions, invoke_calls
 from apps.gateway.tool_exports import agent_tool_export
-from apps.tenancy.authentication import AgentPrincipal, authenticated_agent
+from apps.tenancy.authentication import AgentPrincipal, StaleKey, authenticated_agent, key_confirmed
 
-from . import mcp_modern, mcp_tasks
+from . import mcp_modern, mcp_sessions, mcp_tasks
+from .mcp_messages import message as read_message
+from .mcp_messages import origin_allowed
+from .mcp_sessions import SESSION_ID_HEADER, McpSession, session_id
 from .mcp_wire import McpError, Shaped
 from .mcp_wire import error_response as _error
 
 logger = logging.getLogger("toolhub.mcp")
 
-SESSION_ID_HEADER = "Mcp-Session-Id"
-PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 TASK_HEADER = "X-ToolHub-Task"
 TOOLHUB_SESSION_HEADER = "X-ToolHub-Session"
-_SALT = "toolhub.mcp.session.v1"
 
 SERVER_INFO = types.Implementation(name="toolhub", title="ToolHub", version="1.0.0")
 INSTRUCTIONS = (
@@ -84,61 +79,6 @@ INSTRUCTIONS = (
     "(recoverable), and a hint with what to do next. If no tool fits, call request_capability and "
     "tell the user you cannot do it yet."
 )
-
-
-@dataclass(frozen=True)
-class McpSession:
-    agent_id: int
-    version: str
-    nonce: str
-
-
-def _session_id(*, principal: AgentPrincipal, version: str) -> str:
-    payload = {"a": principal.agent_id, "v": version, "n": secrets.token_hex(8)}
-    return signing.dumps(payload, salt=_SALT, compress=True)
-
-
-# Session ids whose signature checked out, with what they say: a session sends its id with
-# every request, and checking it (HMAC, base64, zlib, JSON) cost more than a memo lookup. Only
-# signed ids are kept, so what a client sends cannot fill it; past the bound it starts over.
-_verified_sessions: dict[str, McpSession] = {}
-_MAX_VERIFIED_SESSIONS = 4096
-
-
-def _session(request: HttpRequest, principal: AgentPrincipal) -> McpSession:
-    value = request.headers.get(SESSION_ID_HEADER)
-    if not value:
-        raise McpError(
-            types.INVALID_REQUEST, f"Missing {SESSION_ID_HEADER}: send initialize first.", status=400
-        )
-    session = _verified_sessions.get(value)
-    if session is None:
-        try:
-            payload = signing.loads(value, salt=_SALT)
-            session = McpSession(
-                agent_id=int(payload["a"]), version=str(payload["v"]), nonce=str(payload["n"])
-            )
-        except (signing.BadSignature, KeyError, TypeError, ValueError):
-            session = None
-        else:
-            if len(_verified_sessions) >= _MAX_VERIFIED_SESSIONS:
-                _verified_sessions.clear()
-            _verified_sessions[value] = session
-    if session is None or session.agent_id != principal.agent_id:
-        raise McpError(types.INVALID_REQUEST, "Unknown MCP session: send initialize again.", status=404)
-    return session
-
-
-def _protocol_version(request: HttpRequest, session: McpSession) -> str:
-    version = request.headers.get(PROTOCOL_VERSION_HEADER) or session.version
-    if version not in HANDSHAKE_PROTOCOL_VERSIONS:
-        raise McpError(
-            types.INVALID_REQUEST,
-            f"Unsupported {PROTOCOL_VERSION_HEADER} {version[:40]!r}; supported: "
-            f"{', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}.",
-            status=400,
-        )
-    return version
 
 
 def _parse(method: str, version: str, params: dict[str, Any] | None) -> Any:
@@ -220,6 +160,8 @@ def _tools_call(ctx: _Context, parsed: types.CallToolRequest, rpc_id: types.Requ
     if mcp_tasks.declared(ctx.session.version, parsed.params, ctx.client):
         if (task := mcp_tasks.created(envelope, ctx.tasks)) is not None:
             return task
+    if ctx.session.version in HANDSHAKE_PROTOCOL_VERSIONS:
+        return Shaped(wire=mcp_tasks.call_tool_wire(envelope, ctx.principal, ctx.toolset, ctx.phase))
     return mcp_tasks.call_tool_result(envelope, ctx.principal, ctx.toolset, ctx.phase)
 
 
@@ -234,7 +176,7 @@ def _initialize(principal: AgentPrincipal, message: types.JSONRPCRequest) -> Jso
         instructions=INSTRUCTIONS,
     )
     response = _result(message.id, _shaped("initialize", version, result))
-    response[SESSION_ID_HEADER] = _session_id(principal=principal, version=version)
+    response[SESSION_ID_HEADER] = session_id(principal=principal, version=version)
     return response
 
 
@@ -281,8 +223,8 @@ def _handle(request: HttpRequest, principal: AgentPrincipal, message: types.JSON
         return _handle_modern(request, principal, message)
     if message.method == "initialize":
         return _initialize(principal, message)
-    session = _session(request, principal)
-    version = _protocol_version(request, session)
+    session = mcp_sessions.session(request, principal)
+    version = mcp_sessions.protocol_version(request, session)
     session = replace(session, version=version)
     ctx = _Context(request=request, principal=principal, session=session, default_task=f"mcp-{session.nonce}")
     result: BaseModel
@@ -309,50 +251,14 @@ def _result(rpc_id: types.RequestId, result: dict[str, Any]) -> JsonResponse:
     return JsonResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
 
 
-def _origin_allowed(request: HttpRequest) -> bool:
-    origin = request.headers.get("Origin")
-    return not origin or validate_host(urlsplit(origin).hostname or "", settings.ALLOWED_HOSTS)
-
-
-def _message(request: HttpRequest) -> types.JSONRPCMessage:
-    try:
-        raw = jsontext.loads(request.body)
-    except (RequestDataTooBig, BodyReadTimeout, BodyCut) as refused:
-        error = body_refusal_error(refused)
-        raise McpError(types.INVALID_REQUEST, error.message, status=error.http_status) from None
-    except ValueError:
-        raise McpError(types.PARSE_ERROR, "The body is not JSON.", status=400) from None
-    except RecursionError:
-        raise _too_deep() from None
-    if nested_deeper_than(raw, MAX_BODY_DEPTH):
-        raise _too_deep()
-    if isinstance(raw, list):
-        raise McpError(
-            types.INVALID_REQUEST,
-            "Send one JSON-RPC message per POST; batches are not supported.",
-            status=400,
-        )
-    try:
-        message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
-    except ValidationError:
-        raise McpError(types.INVALID_REQUEST, "The body is not a JSON-RPC 2.0 message.", status=400) from None
-    rpc_id = getattr(message, "id", None)
-    if isinstance(rpc_id, str) and (hazard := jsontext.text_hazard(rpc_id)):
-        # The id becomes the call id, stored in the ledger and the log, where neither NUL nor
-        # a lone surrogate can go.
-        raise McpError(types.INVALID_REQUEST, f"The JSON-RPC id {hazard.problem}.", status=400)
-    return message
-
-
-def _too_deep() -> McpError:
-    return McpError(
-        types.INVALID_REQUEST, f"The body is nested deeper than {MAX_BODY_DEPTH} levels.", status=400
-    )
-
-
-@method_decorator(csrf_exempt, name="dispatch")
 class McpView(View):
     http_method_names = ["post", "get", "delete"]
+
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> Any:
+        # An agent's key authenticates, never a cookie: no CSRF check. Exempted once here;
+        # method_decorator on dispatch would wrap the method anew on every request.
+        return csrf_exempt(super().as_view(**initkwargs))
 
     def get(self, request: HttpRequest) -> HttpResponse:
         # No server-initiated messages: the spec's answer is 405 for the GET stream.
@@ -361,38 +267,58 @@ class McpView(View):
     delete = get
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        if not _origin_allowed(request):
+        if not origin_allowed(request):
             return _error(None, McpError(types.INVALID_REQUEST, "Origin not allowed.", status=403))
         try:
-            principal = authenticated_agent(request.META)
-        except AuthenticationFailed as exc:
-            principal, failure = None, str(exc.detail)
-        else:
-            failure = "Send 'Authorization: Bearer <agent key>'."
-        if principal is None:
-            return _error(
-                None,
-                McpError(types.INVALID_REQUEST, f"Unauthorized: {failure}", status=401),
-                headers={"WWW-Authenticate": 'Bearer realm="toolhub"'},
-            )
-        rpc_id: types.RequestId | None = None
-        try:
-            message = _message(request)
-            if not isinstance(message, types.JSONRPCRequest):
-                return HttpResponse(status=202)
-            rpc_id = message.id
-            return _handle(request, principal, message)
-        except McpError as error:
-            return _error(rpc_id, error)
-        except DatabaseError:
-            logger.exception("database unavailable during an MCP request")
-            unavailable = McpError(
-                types.INTERNAL_ERROR,
-                "ToolHub cannot reach its database, so nothing was run; try again in a few seconds.",
-                status=503,
-            )
-            return _error(rpc_id, unavailable, headers={"Retry-After": "5"})
-        except Exception:
-            internal = InternalError()
-            logger.exception("internal error %s in an MCP request", internal.error_id)
-            return _error(rpc_id, McpError(types.INTERNAL_ERROR, internal.message, status=500))
+            return _served(request, on_trust=True)
+        except StaleKey:
+            # The key taken on trust is not as remembered, and nothing was written: the same
+            # request again, its key read in full.
+            return _served(request, on_trust=False)
+
+
+def _served(request: HttpRequest, *, on_trust: bool) -> HttpResponse:
+    """The answer to one POST. A key taken on trust is checked before any answer leaves and
+    before anything is written: by tools/call with the task's counters (one round trip), by
+    every other method before it is served. StaleKey when it is not as remembered."""
+    try:
+        principal = authenticated_agent(request.META, on_trust=on_trust)
+    except AuthenticationFailed as exc:
+        principal, failure = None, str(exc.detail)
+    else:
+        failure = "Send 'Authorization: Bearer <agent key>'."
+    if principal is None:
+        return _error(
+            None,
+            McpError(types.INVALID_REQUEST, f"Unauthorized: {failure}", status=401),
+            headers={"WWW-Authenticate": 'Bearer realm="toolhub"'},
+        )
+    rpc_id: types.RequestId | None = None
+    try:
+        message = read_message(request)
+        if not isinstance(message, types.JSONRPCRequest):
+            key_confirmed(principal)
+            return HttpResponse(status=202)
+        rpc_id = message.id
+        if message.method != "tools/call":
+            key_confirmed(principal)
+        response = _handle(request, principal, message)
+    except McpError as error:
+        key_confirmed(principal)
+        return _error(rpc_id, error)
+    except StaleKey:
+        raise
+    except DatabaseError:
+        logger.exception("database unavailable during an MCP request")
+        unavailable = McpError(
+            types.INTERNAL_ERROR,
+            "ToolHub cannot reach its database, so nothing was run; try again in a few seconds.",
+            status=503,
+        )
+        return _error(rpc_id, unavailable, headers={"Retry-After": "5"})
+    except Exception:
+        internal = InternalError()
+        logger.exception("internal error %s in an MCP request", internal.error_id)
+        return _error(rpc_id, McpError(types.INTERNAL_ERROR, internal.message, status=500))
+    key_confirmed(principal)  # settled by the call's counters already: a no-op that keeps the rule local
+    return response
