@@ -25,13 +25,18 @@ class LedgerEntry(TenantOwnedModel):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+")
+    # No index of its own: the indexes and the constraint below that lead with it serve
+    # every lookup by tenant, and each index costs every write.
+    tenant = models.ForeignKey("tenancy.Tenant", on_delete=models.PROTECT, related_name="+", db_index=False)
     agent = models.ForeignKey("tenancy.Agent", on_delete=models.PROTECT, related_name="+")
-    # Task and call ids of 200 characters, each of which may take 3 once encoded.
-    key = models.CharField(max_length=1400, unique=True)
+    # Task and call ids of 200 characters, each of which may take 3 once encoded. Unique by
+    # a constraint, not unique=True, which on PostgreSQL adds an index for LIKE searches:
+    # a key is only ever looked up whole.
+    key = models.CharField(max_length=1400)
     task_id = models.CharField(max_length=200)
     call_id = models.CharField(max_length=200)
-    tool = models.ForeignKey("catalog.Tool", on_delete=models.PROTECT, related_name="+")
+    # No index of its own: ledger_tool_recent leads with it.
+    tool = models.ForeignKey("catalog.Tool", on_delete=models.PROTECT, related_name="+", db_index=False)
     version = models.ForeignKey("catalog.ToolVersion", on_delete=models.PROTECT, related_name="+")
     subject = models.CharField(max_length=200, blank=True)
     args_hash = models.CharField(max_length=64)
@@ -74,6 +79,7 @@ class LedgerEntry(TenantOwnedModel):
             models.UniqueConstraint(
                 fields=["tenant", "task_id", "call_id"], name="ledger_unique_call_per_task"
             ),
+            models.UniqueConstraint(fields=["key"], name="ledger_unique_key"),
         ]
         indexes = [
             models.Index(fields=["state", "created_at"], name="ledger_state_age"),
