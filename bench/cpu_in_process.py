@@ -24,7 +24,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from .config import ENV, say
+from .config import say
+from .database import seeded_bench
 
 
 def main() -> None:
@@ -34,26 +35,8 @@ def main() -> None:
     parser.add_argument("--cprofile", default="")
     parser.add_argument("--only", default="", help="only the scenarios whose name contains this")
     args = parser.parse_args()
-    os.environ.update(ENV)
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="toolhub-bench-metrics-"))
-    from .run import _fresh_database
-
-    _fresh_database()
-    import django
-
-    django.setup()
-    from django.core.cache import cache
-    from django.core.management import call_command
-
-    from apps.demo_shop.seed import demo_seed
-
-    from .calls import access_of
-    from .seed import bench_seed
-
-    call_command("migrate", verbosity=0)
-    cache.clear()
-    access = access_of(demo_seed())
-    bench_seed()
+    access = seeded_bench(bench_tools=True)
     scenarios = {name: request for name, request in _scenarios(access).items() if args.only in name}
     for request in scenarios.values():
         for i in range(20):

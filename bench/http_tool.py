@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .config import ENV, PORT, PROFILE_CALLS, SECONDS, THREADS, WORKERS, load_average, say
+from .database import seeded_bench
 from .load import gunicorn
 
 WARM_UP = 50
@@ -54,37 +55,21 @@ def _cpu_per_call(named: dict[str, Callable[[int], Any]], *, calls: int) -> dict
 
 
 def main() -> None:
-    from .run import _fresh_database
-
     started_at = load_average()
-    _fresh_database()
-    os.environ.update(ENV)
-    import django
-
-    django.setup()
-    from django.core.cache import cache
-    from django.core.management import call_command
+    access = seeded_bench(bench_tools=True, order_slots=1)
     from django.db import close_old_connections
     from django.test import Client
 
     from apps.catalog.models import ToolVersion, VersionStatus
-    from apps.demo_shop.seed import demo_seed
     from apps.gateway.executors.base import ExecutionRequest
     from apps.gateway.executors.http.executor import run_http
     from apps.tenancy.models import Agent
     from apps.upstreams.selectors import upstream_for_call
 
-    from .calls import BARE_IMPORTED, IMPORTED_CALL, access_of
+    from .calls import BARE_IMPORTED, IMPORTED_CALL
     from .config import BARE_SEARCH, SEARCH_ARGUMENTS
     from .in_process import _meta
-    from .seed import IMPORTED_TOOL, REFUNDED_ORDER, bench_seed
-
-    say("Migrating and seeding a fresh bench database…")
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
-    cache.clear()
-    access = access_of(demo_seed())
-    bench_seed(slots=1)
+    from .seed import IMPORTED_TOOL, REFUNDED_ORDER
     agent = Agent.objects.get(tenant__slug="demo", name="support-bot")
     version = ToolVersion.objects.get(tool__name=IMPORTED_TOOL, status=VersionStatus.PUBLISHED)
     request = ExecutionRequest(

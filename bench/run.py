@@ -39,15 +39,10 @@ Knobs: bench/config.py. Method and figures: docs/performance.md.
 
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import nullcontext
-from urllib.parse import urlsplit
-
-import psycopg
 
 from .config import (
-    DATABASE_URL,
     ENV,
     LEDGER_LARGE,
     LEDGER_SMALL,
@@ -56,8 +51,8 @@ from .config import (
     THREADS,
     WORKERS,
     load_average,
-    say,
 )
+from .database import seeded_bench
 from .load import gunicorn
 
 
@@ -69,18 +64,8 @@ def main() -> None:
     if LEDGER_LARGE <= LEDGER_SMALL:
         raise SystemExit(f"BENCH_LEDGER_ROWS must be more than {LEDGER_SMALL:,}.")
     started_at = load_average()
-    _fresh_database()
-    os.environ.update(ENV)
-    import django
-
-    django.setup()
+    access = seeded_bench(bench_tools=only in (None, "profile"))
     # Everything below reads Django's settings and models at import.
-    from django.core.cache import cache
-    from django.core.management import call_command
-
-    from apps.demo_shop.seed import demo_seed
-
-    from .calls import access_of
     from .code_mode import measure_code_mode, measure_inner_calls
     from .first_call import measure_first_call
     from .flame_loads import flame_loads
@@ -88,17 +73,9 @@ def main() -> None:
     from .mcp import measure_mcp, shipping_server
     from .over_http import measure_over_http
     from .report import Report, machine_facts, print_report
-    from .seed import bench_seed
     from .static_refunds import static_refunds_upstream
     from .stdio import mcp_bridge, measure_stdio, seed_stdio
 
-    say("Migrating and seeding a fresh bench database…")
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
-    cache.clear()  # the bench's own cache database: counters and memos of an earlier run
-    access = access_of(demo_seed())
-    if only in (None, "profile"):
-        bench_seed()
     report = Report(load_average={"start": started_at}, machine=machine_facts())
     if only != "code":
         # The imported GET pair's upstream, only for the loads over HTTP that call it.
@@ -123,18 +100,6 @@ def main() -> None:
         report.profile = profile(access)
     report.load_average["end"] = load_average()
     print_report(report, only=only)
-
-
-def _fresh_database() -> None:
-    """Drop and recreate the bench database: every run starts from the same empty ledger."""
-    name = urlsplit(DATABASE_URL).path.lstrip("/")
-    if "bench" not in name:
-        raise SystemExit(f"BENCH_DATABASE_URL names {name!r}: the bench drops its database, so its "
-                         "name must contain 'bench'.")
-    server = urlsplit(DATABASE_URL)._replace(path="/postgres").geturl()
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        connection.execute(f'CREATE DATABASE "{name}"')
 
 
 if __name__ == "__main__":
