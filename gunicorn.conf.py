@@ -92,15 +92,18 @@ def post_worker_init(worker: Any) -> None:
     of the MCP upstreams that granted tools call (opened on a thread of their own within
     TOOLHUB_MCP_WARM_S, waited for at most SESSIONS_WAIT_S; after the fork, so their event
     loop is the worker's), the catalogs of the agents that called last (the database only),
-    and each request thread with its database and cache connections. The worker's main
-    thread serves no request, so its own database connection is closed."""
+    the keys used last (so a first call takes its key on trust, as later ones do), and each
+    request thread with its database and cache connections. The worker's main thread serves
+    no request, so its own database connection is closed."""
     from django.db import connections
 
     from apps.gateway.outbound import agent_catalogs_warm, mcp_sessions_warm_soon
+    from apps.tenancy.authentication import agent_keys_warm
 
     _freeze_loaded_objects()
     sessions = mcp_sessions_warm_soon()
     agent_catalogs_warm()
+    agent_keys_warm()
     connections.close_all()
     _connect_request_threads(worker)
     sessions.join(timeout=SESSIONS_WAIT_S)
