@@ -92,15 +92,24 @@ def post_worker_init(worker: Any) -> None:
     of the MCP upstreams that granted tools call (opened on a thread of their own within
     TOOLHUB_MCP_WARM_S, waited for at most SESSIONS_WAIT_S; after the fork, so their event
     loop is the worker's), the catalogs of the agents that called last (the database only),
-    and each request thread with its database and cache connections. The worker's main
-    thread serves no request, so its own database connection is closed."""
+    the keys used last (so a first call takes its key on trust, as later ones do), the
+    threads of the invocation log writer and of the body read deadlines, the URL patterns'
+    regexes, and each request thread with its database and cache connections. The worker's
+    main thread serves no request, so its own database connection is closed."""
     from django.db import connections
 
+    from apps.audit.invocation_log import invocation_log_writer_start
+    from apps.common.read_deadlines import read_deadlines
     from apps.gateway.outbound import agent_catalogs_warm, mcp_sessions_warm_soon
+    from apps.tenancy.authentication import agent_keys_warm
 
     _freeze_loaded_objects()
     sessions = mcp_sessions_warm_soon()
     agent_catalogs_warm()
+    agent_keys_warm()
+    invocation_log_writer_start()
+    read_deadlines.start()
+    _compile_url_patterns()
     connections.close_all()
     _connect_request_threads(worker)
     sessions.join(timeout=SESSIONS_WAIT_S)
@@ -129,6 +138,14 @@ def _connect_request_threads(worker: Any) -> None:
         cache.get("toolhub:warm")
 
     wait([pool.submit(connect) for _ in range(worker.cfg.threads)], timeout=10)
+
+
+def _compile_url_patterns() -> None:
+    """Compile every URL pattern's regex: Django compiles each on its first match (or the
+    first reverse()), which the first request to reach it would pay."""
+    from django.urls import get_resolver
+
+    get_resolver().reverse_dict  # noqa: B018 - populating it compiles every pattern
 
 
 def _freeze_loaded_objects() -> None:

@@ -62,6 +62,13 @@ def invocation_record(**fields: Any) -> None:
         logger.error("invocation log queue full; dropping the log line of %s", fields.get("call_id"))
 
 
+def invocation_log_writer_start() -> None:
+    """Start the background writer now (a serving process, before its first call), unless
+    rows are written inline."""
+    if not getattr(settings, "TOOLHUB_INVOCATION_LOG_SYNC", False):
+        _ensure_writer()
+
+
 def flush() -> None:
     """Write every queued row now, in the calling thread, and wait for the batch the
     background writer holds, so that nothing logged before the call is lost at exit."""

@@ -59,6 +59,11 @@ class ReadDeadlines:
             with self._condition:
                 watch.active = False
 
+    def start(self) -> None:
+        """Start the thread now (a serving process, before its first request)."""
+        with self._condition:
+            self._start_once()
+
     def _start_once(self) -> None:
         # Started in the process that serves (a gunicorn worker), not in one it was forked from.
         if self._thread is None or not self._thread.is_alive():

@@ -15,22 +15,26 @@ anything was written; the request is then authenticated again in full.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from django.core.cache import cache
+from django.db import DatabaseError
 from django.utils import timezone
 from rest_framework import HTTP_HEADER_ENCODING, authentication, exceptions
 from rest_framework.request import Request
 
-from apps.common.catalog_generation import CATALOG_GENERATION_KEY
+from apps.common.catalog_generation import CATALOG_GENERATION_KEY, catalog_generation
 
 from .keys import digest_matches, split_key
 from .models import AgentKey
+from .selectors import agent_keys_recently_used
 from .services import agent_key_cache_key
 
+logger = logging.getLogger("toolhub.auth")
 _CACHE_TTL_S = 300
 _LAST_USED_EVERY_S = 60
 _touched_here: dict[int, float] = {}
@@ -45,8 +49,9 @@ class _KeyRow(TypedDict):
     tenant__slug: str
 
 
-# Keys this process authenticated in full, by prefix, and the catalog generation it last
-# read: what a KeyCheck has to find unchanged. Past the bound it starts over.
+# Keys this process read from the cache or the database, by prefix (a request still checks
+# its key against the digest), and the catalog generation it last read: what a KeyCheck has
+# to find unchanged. Past the bound it starts over.
 _remembered: dict[str, _KeyRow] = {}
 _MAX_REMEMBERED = 10_000
 _last_generation: list[int | None] = [None]
@@ -130,6 +135,48 @@ def _load_key(prefix: str) -> tuple[_KeyRow | None, int | None]:
     return row, generation
 
 
+def _remember(prefix: str, row: _KeyRow, generation: int) -> None:
+    if len(_remembered) >= _MAX_REMEMBERED:
+        _remembered.clear()
+    _remembered[prefix] = row
+    _last_generation[0] = generation
+
+
+# The keys a starting process remembers (the most recently used first).
+WARM_KEYS = 100
+
+
+def agent_keys_warm(*, limit: int = WARM_KEYS) -> int:
+    """Remember the keys used most recently (at most `limit`) as their cache entries hold
+    them, in one cache round trip, so that an agent's first call to a new process takes its
+    key on trust as later calls do, its KeyCheck riding on the task's counters; a key whose
+    `last_used_at` was written in the last minute is not touched again before the minute is
+    up, as if this process had written it. A key not in the cache is left to its first call.
+    Reads keys (the database) and the cache; returns how many keys it remembered. Never
+    raises for the database: each key is then read by its first call."""
+    try:
+        used = agent_keys_recently_used(limit=limit)
+    except DatabaseError as exc:
+        logger.warning("agent keys not remembered at start: the database failed (%s)", type(exc).__name__)
+        return 0
+    if not used:
+        return 0
+    found = cache.get_many([*(agent_key_cache_key(prefix) for prefix, _ in used), CATALOG_GENERATION_KEY])
+    generation = catalog_generation(already_read=found.get(CATALOG_GENERATION_KEY))
+    now, monotonic_now = timezone.now(), time.monotonic()
+    remembered = 0
+    for prefix, last_used_at in used:
+        row = found.get(agent_key_cache_key(prefix))
+        if not row:  # not cached, or {}: a key refused
+            continue
+        _remember(prefix, row, generation)
+        remembered += 1
+        age_s = (now - last_used_at).total_seconds() if last_used_at else _LAST_USED_EVERY_S
+        if age_s < _LAST_USED_EVERY_S:
+            _touched_here.setdefault(row["pk"], monotonic_now - max(age_s, 0.0))
+    return remembered
+
+
 def key_confirmed(principal: AgentPrincipal) -> None:
     """Check a key taken on trust now, unless done already: one cache round trip. Raises
     StaleKey when it is not as remembered."""
@@ -171,10 +218,7 @@ def authenticated_agent(meta: Mapping[str, Any], *, on_trust: bool = False) -> A
     else:
         row, generation = _load_key(prefix) if prefix else (None, None)
         if prefix and row is not None and generation is not None:
-            if len(_remembered) >= _MAX_REMEMBERED:
-                _remembered.clear()
-            _remembered[prefix] = row
-            _last_generation[0] = generation
+            _remember(prefix, row, generation)
     if row is None or not digest_matches(key, row["digest"]):
         raise exceptions.AuthenticationFailed("The agent key is unknown or revoked.")
     if check is None:

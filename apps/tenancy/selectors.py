@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db.models import Q, QuerySet
 
@@ -67,6 +69,18 @@ def task_tool_ids_opened(*, tenant_id: int, agent_id: int, task_id: str) -> set[
         TaskToolOpening.objects.for_tenant(tenant_id)
         .filter(agent_id=agent_id, task_id=task_id)
         .values_list("tool_id", flat=True)
+    )
+
+
+def agent_keys_recently_used(*, limit: int) -> list[tuple[str, datetime | None]]:
+    """(prefix, last used) of the usable keys (active agent and tenant, not revoked) used most
+    recently, at most `limit`, the most recent first."""
+    return list(
+        AgentKey.objects.filter(
+            revoked_at__isnull=True, last_used_at__isnull=False, agent__active=True, tenant__active=True
+        )
+        .order_by("-last_used_at")
+        .values_list("prefix", "last_used_at")[:limit]
     )
 
 

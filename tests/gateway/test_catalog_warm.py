@@ -8,11 +8,12 @@ import pytest
 from django.utils import timezone
 
 from apps.catalog.models import VersionStatus
+from apps.gateway import agent_catalogs
 from apps.gateway.outbound import agent_catalogs_warm
 from apps.gateway.selectors import agent_catalog
 from apps.tenancy.models import AgentKey, Grant
-from apps.tenancy.services import agent_key_issue, grant_delete
-from tests.factories import AgentFactory, GrantFactory, ToolFactory, ToolVersionFactory
+from apps.tenancy.services import agent_key_issue, grant_delete, grant_save
+from tests.factories import AgentFactory, GrantFactory, ToolFactory, ToolVersionFactory, run_python_version
 
 pytestmark = pytest.mark.django_db
 
@@ -54,3 +55,37 @@ def test_a_grant_removed_after_the_start_is_seen_by_the_next_call(agent, django_
     # then
     catalog = agent_catalog(tenant_id=agent.tenant_id, agent_id=agent.pk)
     assert "find_things" not in catalog.callable and "find_things" in catalog.refused
+
+
+def test_a_starting_process_has_the_code_run_as_its_first_call_sees_it(agent, monkeypatch):
+    # given: an agent that called, granted run_python beside a tool
+    _granted_tool(agent, "find_things")
+    GrantFactory(tenant=agent.tenant, agent=agent, tool=run_python_version(tenant=agent.tenant).tool)
+    AgentKey.objects.filter(pk=agent_key_issue(agent=agent).key.pk).update(last_used_at=timezone.now())
+    agent_catalogs_warm()
+    built: list[str] = []
+    monkeypatch.setattr(agent_catalogs, "python_signatures", lambda tools: built.append("signatures") or "")
+
+    # when: the first call reads the catalog as a whole
+    visible = agent_catalog(tenant_id=agent.tenant_id, agent_id=agent.pk).visible(None, None)
+
+    # then: run_python lists the tool beside it, without building its description again
+    assert "def find_things(" in visible["run_python"].description
+    assert built == []
+
+
+def test_a_tool_granted_after_the_start_is_listed_in_the_code_run(agent, django_capture_on_commit_callbacks):
+    # given: a started process that loaded the code run of an agent that called
+    GrantFactory(tenant=agent.tenant, agent=agent, tool=run_python_version(tenant=agent.tenant).tool)
+    AgentKey.objects.filter(pk=agent_key_issue(agent=agent).key.pk).update(last_used_at=timezone.now())
+    agent_catalogs_warm()
+
+    # when: a tool is granted
+    tool = ToolFactory(tenant=agent.tenant, name="find_things")
+    ToolVersionFactory(tool=tool, status=VersionStatus.PUBLISHED)
+    with django_capture_on_commit_callbacks(execute=True):
+        grant_save(grant=Grant(tenant=agent.tenant, agent=agent, tool=tool), actor="test", by_platform=False)
+
+    # then: the next call's code run lists it
+    visible = agent_catalog(tenant_id=agent.tenant_id, agent_id=agent.pk).visible(None, None)
+    assert "def find_things(" in visible["run_python"].description

@@ -18,6 +18,7 @@ import toolhub.celery
 from apps.catalog.models import Tool
 from apps.gateway import outbound
 from apps.gateway.outbound import mcp_sessions_warm
+from apps.tenancy import authentication
 from apps.tenancy.models import Grant
 from tests.factories import SubjectCredentialFactory, UpstreamFactory
 from tests.gateway.conftest import invoke
@@ -169,6 +170,7 @@ def test_web_and_worker_processes_warm_up_on_start(monkeypatch, tmp_path):
 
     monkeypatch.setattr(outbound, "mcp_sessions_warm_soon", warm_soon)
     monkeypatch.setattr(outbound, "agent_catalogs_warm", lambda: started.append("catalogs"))
+    monkeypatch.setattr(authentication, "agent_keys_warm", lambda: started.append("keys"))
     monkeypatch.setattr(outbound, "code_runs_warm_soon", lambda: started.append("sandboxes"))
     spec = importlib.util.spec_from_file_location(
         "gunicorn_conf", Path(__file__).resolve().parents[4] / "gunicorn.conf.py"
@@ -182,5 +184,5 @@ def test_web_and_worker_processes_warm_up_on_start(monkeypatch, tmp_path):
     toolhub.celery._warm_up()
 
     # then: code runs execute on the workers only, so only they start sandboxes ahead; agents
-    # call the web processes, which load their catalogs before serving
-    assert started == ["warm", "catalogs", "warm", "sandboxes"]
+    # call the web processes, which load their catalogs and keys before serving
+    assert started == ["warm", "catalogs", "keys", "warm", "sandboxes"]
