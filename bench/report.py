@@ -25,7 +25,7 @@ from .config import (
 )
 from .first_call import report_lines as first_call_lines
 from .load import WRK_THREADS, Load, Timings
-from .targets import verdict_lines
+from .targets import FEDERATED_OVER_DIRECT, GOVERNED_OVER_BARE, verdict_lines
 
 if TYPE_CHECKING:
     from .code_mode import InnerCallFigures, StartupFigures
@@ -149,7 +149,7 @@ def _mcp(figures: McpFigures) -> list[str]:
         "",
         f"{'':<36}{'req/s':>6}{'CPU':>7}",
         _ratio_line("federated MCP: via ToolHub/direct", figures.federated_rps_ratio,
-                    figures.federated_cpu_ratio, None),
+                    figures.federated_cpu_ratio, FEDERATED_OVER_DIRECT),
         f"ToolHub /mcp over REST invoke, CPU per request: {over:+.0%}   "
         f"target <= {MCP_OVER_REST_LIMIT:+.0%}  {_verdict(over <= MCP_OVER_REST_LIMIT)}{flag}",
     ]
@@ -190,16 +190,13 @@ def _loads(report: Report) -> list[str]:
         _ratio_line("write: governed/bare", write_ratio, cpu_ratios[1], 0.35),
         _ratio_line("replay / first readonly call", replay_ratio, cpu_ratios[2], 1.0)
         + f"   (p50 {loads['replay'].p50_ms:.2f} ms vs {loads['governed_search'].p50_ms:.2f} ms)",
-        _ratio_line("imported GET: governed/bare", imported_ratio, cpu_ratios[3], None),
+        _ratio_line("imported GET: governed/bare", imported_ratio, cpu_ratios[3], GOVERNED_OVER_BARE),
     ]
 
 
-def _ratio_line(name: str, ratio: float, cpu_ratio: float, target: float | None) -> str:
-    """The verdict is on requests/s, as the targets are; CPU per request is the cross-check.
-    A pair without a target is a figure only."""
+def _ratio_line(name: str, ratio: float, cpu_ratio: float, target: float) -> str:
+    """The verdict is on requests/s, as the targets are; CPU per request is the cross-check."""
     figures = f"{name:<36}{ratio:6.2f}{cpu_ratio:7.2f}"
-    if target is None:
-        return f"{figures}   (no target: what governance costs around an outbound call)"
     return f"{figures}   target >= {target:.2f}  {_verdict(ratio >= target)}"
 
 
