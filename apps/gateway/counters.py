@@ -22,6 +22,8 @@ from .pipeline.rules import HistoryNeeds
 
 _DAY_S = 86_400
 _TASK_TTL_S = 7 * _DAY_S
+# A minute's rate window, kept a second past its minute.
+_RATE_TTL_S = 61
 
 
 def _key(kind: str, *parts: object) -> str:
@@ -92,15 +94,18 @@ def see_call(
         claim = batch.get_many([seen_key])
     else:
         claim = batch.add(seen_key, 1, _TASK_TTL_S, then_count=counters.values())
-    rate = None if dry_run else batch.count(_rate_key(agent_id, tool, now), 61)
+    rate = None if dry_run else batch.count(_rate_key(agent_id, tool, now), _RATE_TTL_S)
     check = batch.get_many(key_check.keys) if key_check is not None and not key_check.done else None
     results = batch.run()
     if key_check is not None and check is not None:
         try:
             key_check.settle(results[check])
         except StaleKey:
-            if not dry_run and results[claim]:
-                forget_call(tenant_id=tenant_id, task_id=task_id, call=call, needs=needs, now=now)
+            if not dry_run:
+                # The request is served again with its key read in full, and counted then.
+                _count_rate(agent_id, tool, now, delta=-1)
+                if results[claim]:
+                    forget_call(tenant_id=tenant_id, task_id=task_id, call=call, needs=needs, now=now)
             raise
 
     found = results[earlier]
@@ -148,6 +153,12 @@ def _counters(
 
 def _rate_key(agent_id: int, tool: str, now: datetime) -> str:
     return _key("rate", agent_id, tool, int(now.timestamp()) // 60)
+
+
+def _count_rate(agent_id: int, tool: str, now: datetime, *, delta: int) -> None:
+    batch = CacheBatch(cache)
+    batch.count(_rate_key(agent_id, tool, now), _RATE_TTL_S, delta=delta)
+    batch.run()
 
 
 def mark_done(*, tenant_id: int, task_id: str, tool: str) -> None:

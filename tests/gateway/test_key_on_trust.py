@@ -104,3 +104,18 @@ def test_the_call_that_finds_the_catalog_changed_is_counted_once(known, call, ag
     # Counted twice (once on trust, once after), the second would have used up the budget.
     assert second.json()["status"] == "ok"
     assert third.json()["kind"] == "business_rule"
+
+
+def test_the_call_that_finds_the_catalog_changed_counts_once_in_the_agents_rate(known, call, agent):
+    # `known` made two calls this minute: a limit of 4 leaves room for exactly two more.
+    TenantPolicy.objects.create(tenant=agent.tenant, tool=known.tool, rate_limit_per_minute=4)
+    catalog_changed()
+    assert call(task_id="t-2").json()["status"] == "ok"  # the policy read, the key known again
+
+    catalog_changed()
+    fourth = call(task_id="t-3")
+    fifth = call(task_id="t-4")
+
+    # Counted twice (once on trust, once after), the fourth would have filled the window.
+    assert fourth.json()["status"] == "ok"
+    assert fifth.json()["kind"] == "rate_limited"
