@@ -92,30 +92,23 @@ def test_a_key_gone_from_the_cache_is_read_again_and_served(known, call, issued)
     assert cache.get(agent_key_cache_key(issued.key.prefix))["pk"] == issued.key.pk
 
 
-def test_the_call_that_finds_the_catalog_changed_is_counted_once(known, call, agent):
-    TenantPolicy.objects.create(tenant=agent.tenant, tool=known.tool, task_call_budget=2)
+@pytest.mark.parametrize(("limit", "tasks", "refused_as"), [
+    # The task's budget: two calls of the tool in task t-2.
+    ({"task_call_budget": 2}, ("t-2", "t-2", "t-2"), "business_rule"),
+    # The agent's rate: `known` made two calls this minute; a limit of 4 leaves room for two more.
+    ({"rate_limit_per_minute": 4}, ("t-2", "t-3", "t-4"), "rate_limited"),
+])
+def test_the_call_that_finds_the_catalog_changed_is_counted_once(
+    known, call, agent, limit, tasks, refused_as
+):
+    TenantPolicy.objects.create(tenant=agent.tenant, tool=known.tool, **limit)
     catalog_changed()
-    assert call(task_id="t-2").json()["status"] == "ok"  # the policy read, the key known again
+    assert call(task_id=tasks[0]).json()["status"] == "ok"  # the policy read, the key known again
 
     catalog_changed()
-    second = call(task_id="t-2")
-    third = call(task_id="t-2")
+    second = call(task_id=tasks[1])
+    third = call(task_id=tasks[2])
 
-    # Counted twice (once on trust, once after), the second would have used up the budget.
+    # Counted twice (once on trust, once after), the second would have used up the limit.
     assert second.json()["status"] == "ok"
-    assert third.json()["kind"] == "business_rule"
-
-
-def test_the_call_that_finds_the_catalog_changed_counts_once_in_the_agents_rate(known, call, agent):
-    # `known` made two calls this minute: a limit of 4 leaves room for exactly two more.
-    TenantPolicy.objects.create(tenant=agent.tenant, tool=known.tool, rate_limit_per_minute=4)
-    catalog_changed()
-    assert call(task_id="t-2").json()["status"] == "ok"  # the policy read, the key known again
-
-    catalog_changed()
-    fourth = call(task_id="t-3")
-    fifth = call(task_id="t-4")
-
-    # Counted twice (once on trust, once after), the fourth would have filled the window.
-    assert fourth.json()["status"] == "ok"
-    assert fifth.json()["kind"] == "rate_limited"
+    assert third.json()["kind"] == refused_as
