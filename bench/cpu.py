@@ -51,6 +51,20 @@ def sample(pids: Iterable[int]) -> CpuSample:
     return found
 
 
+def database_backends() -> list[int]:
+    """The PostgreSQL backends connected to the bench database (the server's connections)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def database_cpu_seconds() -> float:
+    """CPU seconds so far of the bench database's backends (0 where /proc cannot tell)."""
+    return sum(sample(database_backends()).values())
+
+
 def spent(before: CpuSample, after: CpuSample) -> float:
     """CPU seconds used between two samples; a process that started meanwhile counts whole."""
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())

@@ -7,7 +7,7 @@ invocation log), in which a few hundredths of a millisecond of the ledger's are 
 noise of a shared machine. This calls only the ledger's services as the invoke path does
 (apps/gateway/execution.py): an intent, then its outcome, `committed`, each its own
 statement and commit, on one connection, and reads the CPU time of the bench database's
-server processes (bench/write_cpu.py) and of this process per pair.
+server processes (bench/cpu.py) and of this process per pair.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 import uuid
 
 from .config import ENV
+from .cpu import database_cpu_seconds
 
 
 def main() -> None:
@@ -31,7 +32,6 @@ def main() -> None:
     from apps.ledger.services import IntentSpec, ledger_open_intent, ledger_record_outcome
     from apps.tenancy.models import Agent
 
-    from .write_cpu import _postgres_seconds
 
     agent = Agent.objects.get(tenant__slug="demo", name="support-bot")
     version = ToolVersion.objects.filter(tool__name="cancel_order").latest("number")
@@ -56,10 +56,10 @@ def main() -> None:
 
     for i in range(200):  # past psycopg's threshold for preparing a statement
         write(-1 - i)
-    start_postgres, start_cpu = _postgres_seconds(), time.process_time()
+    start_postgres, start_cpu = database_cpu_seconds(), time.process_time()
     for i in range(calls):
         write(i)
-    postgres = (_postgres_seconds() - start_postgres) / calls * 1000
+    postgres = (database_cpu_seconds() - start_postgres) / calls * 1000
     app = (time.process_time() - start_cpu) / calls * 1000
     print(f"ledger intent + outcome, {calls} writes, CPU per write: "
           f"PostgreSQL {postgres:.3f} ms + this process {app:.3f} ms")

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import httpx
-from django.db import connection
 
 from apps.ledger.models import LedgerEntry, LedgerEvent
 
@@ -39,7 +38,7 @@ from .config import (
     load_average,
     say,
 )
-from .cpu import CpuMeter, process_group, spent
+from .cpu import CpuMeter, database_backends, process_group, spent
 from .ledger_fill import fill_target, ledger_empty, ledger_fill, ledger_rows, ledger_vacuum_analyze
 from .load import WRK_THREADS, Load, Server, Timings, admin_client, stopwatch, wrk
 from .report import AdminPage, Report
@@ -62,13 +61,6 @@ class Target:
     base_url: str | None = None  # another server than ToolHub's
 
 
-def _database_backends() -> list[int]:
-    """The PostgreSQL backends connected to the bench database (the server's connections)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
-        return [pid for (pid,) in cursor.fetchall()]
-
-
 def take_turns(
     server: Server, targets: list[Target], *, seconds: int, rounds: int,
     upstream_pids: Callable[[], list[int]] = list,
@@ -77,7 +69,7 @@ def take_turns(
     a change in the machine's load meanwhile weighs on all of them alike; with the CPU the
     server (and `upstream_pids`, counted as the app's) and the database spent on each."""
     meter = CpuMeter(app_pids=lambda: process_group(server.process_group) + upstream_pids(),
-                     db_pids=_database_backends)
+                     db_pids=database_backends)
     turns: dict[str, list[Load]] = {t.key: [] for t in targets}
     # A target's slot is shared out among its rounds and wrk threads: no order twice.
     per_thread = ORDER_SLOT_SIZE // (rounds * WRK_THREADS)

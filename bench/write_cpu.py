@@ -18,24 +18,7 @@ import time
 import uuid
 
 from .config import ENV
-
-
-def _postgres_seconds() -> float:
-    """CPU seconds so far of the bench database's server processes (0 where /proc cannot tell)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
-        pids = [pid for (pid,) in cursor.fetchall()]
-    seconds = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        seconds += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return seconds
+from .cpu import database_cpu_seconds
 
 
 def main() -> None:
@@ -79,13 +62,13 @@ def main() -> None:
     wall = dict.fromkeys(scenarios, 0.0)
     for round_number in range(rounds):
         for name, scenario in scenarios.items():
-            start_postgres = _postgres_seconds()
+            start_postgres = database_cpu_seconds()
             start_cpu, start_wall = time.process_time(), time.perf_counter()
             for i in range(20 + round_number * per_round, 20 + (round_number + 1) * per_round):
                 scenario(i)
             cpu[name] += time.process_time() - start_cpu
             wall[name] += time.perf_counter() - start_wall
-            postgres[name] += _postgres_seconds() - start_postgres
+            postgres[name] += database_cpu_seconds() - start_postgres
     done = per_round * rounds
     for name in scenarios:
         app, db = cpu[name] / done * 1000, postgres[name] / done * 1000
