@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -21,23 +22,32 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _unharmed():
-    """After each attempt, once the pool is stopped: the test's process has the threads and
-    the children it had (a session's Celery worker, say), no more."""
+    """After each attempt, once the pool is stopped: none of the pool's threads and none of
+    its sandboxes' processes is left in the test's process. (Threads and children of other
+    parts, a session's Celery worker or an MCP client's resolver say, come and go as they
+    will.)"""
     stop_pool()
-    threads = set(os.listdir("/proc/self/task"))
-    children = _children()
     yield
     stop_pool()
-    assert set(os.listdir("/proc/self/task")) == threads
-    assert _children() == children
+    assert [thread.name for thread in threading.enumerate() if thread.name.startswith("toolhub-sandbox")] \
+        == []
+    assert _sandbox_children() == set()
 
 
-def _children() -> set[str]:
+def _sandbox_children() -> set[str]:
+    """This process's child processes that are bubblewrap's (a sandbox's), reaped or not."""
     found: set[str] = set()
     for task in os.listdir("/proc/self/task"):
         with contextlib.suppress(OSError):
             found |= set(Path(f"/proc/self/task/{task}/children").read_text().split())
-    return found
+    return {pid for pid in found if _command(pid) == "bwrap"}
+
+
+def _command(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def test_no_connection_reaches_a_listener_on_the_hosts_loopback():
