@@ -5,8 +5,9 @@
                                          against the bench's bare view), in turns
 
 Recreates the bench database (BENCH_DATABASE_URL) with the demo and the imported
-`list_order_refunds` (one slot of orders only), and starts gunicorn on BENCH_PORT to serve the
-payments provider the tool calls. In this process, taking turns, `BENCH_PROFILE_CALLS` calls
+`list_order_refunds` (one slot of orders only), and starts the bench's static upstream
+(bench/static_refunds.py), which both the tool and the bare view call, as `make bench` does,
+and gunicorn on BENCH_PORT for the loads. In this process, taking turns, `BENCH_PROFILE_CALLS` calls
 each after a warm-up, CPU time of this process per call (its threads included; the provider's
 CPU is gunicorn's and is not counted):
 
@@ -26,7 +27,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .config import ENV, PORT, PROFILE_CALLS, SECONDS, THREADS, WORKERS, load_average, say
+from .config import (
+    ENV,
+    PORT,
+    PROFILE_CALLS,
+    SECONDS,
+    STATIC_UPSTREAM_PORT,
+    THREADS,
+    WORKERS,
+    load_average,
+    say,
+)
 from .database import seeded_bench
 from .load import gunicorn
 
@@ -70,6 +81,7 @@ def main() -> None:
     from .config import BARE_SEARCH, SEARCH_ARGUMENTS
     from .in_process import _meta
     from .seed import IMPORTED_TOOL, REFUNDED_ORDER
+    from .static_refunds import static_refunds_upstream
     agent = Agent.objects.get(tenant__slug="demo", name="support-bot")
     version = ToolVersion.objects.get(tool__name=IMPORTED_TOOL, status=VersionStatus.PUBLISHED)
     request = ExecutionRequest(
@@ -95,7 +107,8 @@ def main() -> None:
             raise SystemExit(f"{path} answered {answer.status_code}: {answer.content[:300]!r}")
 
     search_call = json.dumps({"id": "c1", "name": "search_orders", "arguments": SEARCH_ARGUMENTS})
-    with gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server:
+    with static_refunds_upstream(port=STATIC_UPSTREAM_PORT), \
+            gunicorn(port=PORT, workers=WORKERS, threads=THREADS, env=ENV) as server:
         say(f"In-process, {PROFILE_CALLS} calls each (load average {load_average()}):")
         results = _cpu_per_call({
             "upstream_for_call": lambda i: upstream_for_call(
