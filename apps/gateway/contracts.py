@@ -228,6 +228,9 @@ class PreparedCall:
     policy: PolicySpec = field(default_factory=PolicySpec)
     # The end user's attributes from the session (a code run's inner calls are bound by them).
     session_attributes: Mapping[str, Any] = field(default_factory=lambda: _frozen({}))
+    # The upstreams' generation, read with the task's counters: the executor checks its memo
+    # of upstreams against it instead of reading it again (None: the executor reads it).
+    upstream_generation: int | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,9 @@ class TaskSighting:
     # The agent's calls of the tool this minute, this one included (0 in a dry run).
     calls_in_window: int
     retry_after_s: float
+    # The upstreams' generation, read in the same round trip for a tool that calls an
+    # upstream (None: not read, or not in the cache).
+    upstream_generation: int | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from django.core.cache import cache
 
 from apps.common.cache import CacheBatch
 from apps.tenancy.authentication import KeyCheck, StaleKey
+from apps.upstreams.memo import UPSTREAM_GENERATION_KEY
 
 from .contracts import PreparedCall, TaskHistory, TaskSighting
 from .pipeline.rules import HistoryNeeds
@@ -88,8 +89,11 @@ def see_call(
     counters = _counters(tenant_id, task_id, call, needs, now)
     done_keys = {_done_key(tenant_id, task_id, t): t for t in required_tools} if needs.committed_tools else {}
 
+    # A tool that calls an upstream: its executor's memo is checked against this generation.
+    generation_keys = [UPSTREAM_GENERATION_KEY] if "upstream" in call.version.executor_config else []
+
     batch = CacheBatch(cache)
-    earlier = batch.get_many([*(key for key, _ in counters.values()), *done_keys])
+    earlier = batch.get_many([*(key for key, _ in counters.values()), *done_keys, *generation_keys])
     if dry_run:
         claim = batch.get_many([seen_key])
     else:
@@ -123,6 +127,7 @@ def see_call(
         ),
         calls_in_window=0 if rate is None else results[rate],
         retry_after_s=60 - now.timestamp() % 60,
+        upstream_generation=found.get(UPSTREAM_GENERATION_KEY),
     )
 
 

@@ -37,6 +37,7 @@ def execution_request(
         phase=phase,
         session_attributes=thaw(prepared.session_attributes),
         execution_id=execution_id,
+        upstream_generation=prepared.upstream_generation,
     )
 
 

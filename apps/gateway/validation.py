@@ -2,13 +2,16 @@
 
 Loads what the pure stages take (the agent's catalog, memoized per catalog generation; the
 call's context), runs `pipeline.validate_call`, reads the task's counters (one cache round
-trip) and, for a new call whose rules limit a field by state, that state (apps/gateway/state.py),
-then `pipeline.admit_call`; a refusal after the counters were touched undoes them. So a rule
-about state refuses a call before its ledger entry, and before any approval is asked for.
+trip, which also reads the upstreams' generation for a tool that calls one, so that its
+executor makes none) and, for a new call whose rules limit a field by state, that state
+(apps/gateway/state.py), then `pipeline.admit_call`; a refusal after the counters were
+touched undoes them. So a rule about state refuses a call before its ledger entry, and
+before any approval is asked for.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from django.conf import settings
@@ -80,7 +83,7 @@ def prepare_call(
     )
     try:
         state = read_call_state(prepared, context) if sighting.first_sight else CallState()
-        return admit_call(
+        admitted = admit_call(
             prepared,
             context=context,
             sighting=sighting,
@@ -94,3 +97,6 @@ def prepare_call(
                 tenant_id=principal.tenant_id, task_id=options.task_id, call=prepared, needs=needs, now=now
             )
         raise
+    if sighting.upstream_generation is None:
+        return admitted
+    return replace(admitted, upstream_generation=sighting.upstream_generation)

@@ -6,13 +6,14 @@ Never stale, never someone else's:
 - Entries are keyed on exactly what the query was asked: the tool's owning tenant and the
   upstream's name; an end user's token on the credential, the agent and the subject. A call
   finds only what its own query would have found.
-- The memo is stamped with the upstream generation (one cache round trip per call) and with
-  the settings its values depend on (the encryption keys, SECRET_KEY). Every saved change of
-  an upstream, a credential, an end user's token or a launcher, and every deleted upstream or
-  token, bumps the generation once it commits (services.py; a credential or launcher still in
-  use cannot be deleted), so every process, gunicorn's and Celery's, drops its whole memo on
-  its next call. The stamp is read before the rows, so a row read before a write commits is
-  only ever kept under the generation that write replaces.
+- The memo is stamped with the upstream generation (read in the round trip of the task's
+  counters for a governed call, in one of its own otherwise) and with the settings its
+  values depend on (the encryption keys, SECRET_KEY). Every saved change of an upstream, a
+  credential, an end user's token or a launcher, and every deleted upstream or token, bumps
+  the generation once it commits (services.py; a credential or launcher still in use cannot
+  be deleted), so every process, gunicorn's and Celery's, drops its whole memo on its next
+  call. The stamp is read before the rows, so a row read before a write commits is only ever
+  kept under the generation that write replaces.
 - A row changed around the services (SQL by hand) is seen once the generation moves (the
   next change saved through them) or the process restarts.
 - Failures (no such upstream, an unreadable credential, no token for this user) are not kept:
@@ -77,10 +78,12 @@ _LOCK = threading.Lock()
 _current = UpstreamMemo(stamp=())
 
 
-def upstream_memo() -> UpstreamMemo:
-    """The memo valid now: a new, empty one when anything it depends on changed since."""
+def upstream_memo(*, generation: int | None = None) -> UpstreamMemo:
+    """The memo valid now: a new, empty one when anything it depends on changed since.
+    `generation`: the upstreams' generation as the caller read it (None: read it now)."""
     global _current
-    stamp = (_GENERATION.read(), tuple(settings.TOOLHUB_ENCRYPTION_KEYS), settings.SECRET_KEY)
+    stamp = (_GENERATION.read(already_read=generation), tuple(settings.TOOLHUB_ENCRYPTION_KEYS),
+             settings.SECRET_KEY)
     memo = _current
     if memo.stamp != stamp:
         with _LOCK:

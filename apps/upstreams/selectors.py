@@ -117,7 +117,7 @@ def _decrypted(upstream: Upstream, credential: Credential, ciphertext: str) -> s
 
 def upstream_for_call(
     *, tenant_id: int | None, name: str, subject: str, agent_id: int | None = None,
-    calling_tenant_id: int | None = None,
+    calling_tenant_id: int | None = None, generation: int | None = None,
 ) -> ResolvedUpstream:
     """The upstream `name` as the tenant's tool calls it, for the session's `subject` ("" for
     none) through the agent `agent_id` (None: no agent, as for a drift check), with its
@@ -126,13 +126,14 @@ def upstream_for_call(
     (a platform tool's caller), for a stdio server run for that tenant alone.
 
     Served from this process's memo (memo.py) unless an upstream, credential, token or
-    launcher changed since it was filled.
+    launcher changed since it was filled: since `generation`, the upstreams' generation as the
+    caller read it with other keys (None: read now).
 
     Raises UpstreamNotFound (none visible to the tenant; CredentialUnreadable, a subclass,
     when no configured key decrypts its credential) or SubjectCredentialMissing (a per-user
     credential and this subject registered no token through this agent).
     """
-    memo = upstream_memo()
+    memo = upstream_memo(generation=generation)
     known = memo.upstreams.get((tenant_id, name))
     if known is None:
         known = _known_upstream(tenant_id=tenant_id, name=name)

@@ -41,6 +41,8 @@ class ExecutionRequest:
     session_attributes: Mapping[str, Any] = field(default_factory=dict)
     # The call's ledger entry (None for a read run without one).
     execution_id: str | None = None
+    # The upstreams' generation as validation read it (None: upstream_for_call reads it).
+    upstream_generation: int | None = None
 
 
 class ExecutionError(Exception):

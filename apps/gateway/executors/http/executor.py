@@ -121,7 +121,8 @@ def _upstream_endpoint(request: ExecutionRequest, name: str) -> Endpoint:
     try:
         owner = None if request.platform_owned else request.tenant_id
         upstream = upstream_for_call(
-            tenant_id=owner, name=name, subject=request.subject, agent_id=request.agent_id
+            tenant_id=owner, name=name, subject=request.subject, agent_id=request.agent_id,
+            generation=request.upstream_generation,
         )
     except (UpstreamNotFound, SubjectCredentialMissing) as exc:
         logger.warning(

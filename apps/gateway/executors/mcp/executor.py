@@ -86,7 +86,7 @@ def _upstream(request: ExecutionRequest) -> ResolvedUpstream:
         owner = None if request.platform_owned else request.tenant_id
         upstream = upstream_for_call(
             tenant_id=owner, name=name, subject=request.subject, agent_id=request.agent_id,
-            calling_tenant_id=request.tenant_id,
+            calling_tenant_id=request.tenant_id, generation=request.upstream_generation,
         )
     except (UpstreamNotFound, SubjectCredentialMissing) as exc:
         logger.warning(
