@@ -132,6 +132,21 @@ def test_the_formatter_scrubs_credentials_that_code_might_log_by_mistake(json_lo
     assert "thk_abc123_[redacted]" in text  # the public key prefix stays, to tell keys apart
 
 
+def test_credentials_in_a_plain_line_with_other_than_ascii_letters_are_scrubbed_too(session_for):
+    """JSON lines are ASCII (escaped); a plain line (LOG_FORMAT=plain) keeps its letters."""
+    token = session_for("u-1")
+    line = PlainFormatter().format(logging.LogRecord(
+        "tests.ops.careless", logging.WARNING, __file__, 1,
+        # "ſ" (long s) is an "s" to a pattern that ignores case, not to lower-casing.
+        "für Benutzer: %s, BEARER sk_live_654321, Sitzung %s",
+        ({"X-ToolHub-Seſſion": "plain-secret"}, token), None,
+    ))
+
+    assert "für Benutzer" in line
+    assert "plain-secret" not in line
+    assert "sk_live_654321" not in line and token not in line
+
+
 def test_a_celery_tasks_log_lines_carry_its_task_id(json_logs):
     result = log_a_line_task.apply()
 
