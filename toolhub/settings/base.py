@@ -62,11 +62,12 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files from gunicorn: `make run` has no separate web server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # The admin's sessions, user and messages: Django's, off the agent API's paths.
+    "apps.common.admin_middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "apps.common.admin_middleware.AuthenticationMiddleware",
+    "apps.common.admin_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # The admin's lists and the dashboard read the replica, when there is one.
     "apps.common.replicas.ReplicaReadsMiddleware",
