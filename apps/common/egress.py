@@ -80,6 +80,9 @@ class HostPattern:
         return self.host == host
 
 
+# Once per distinct text: every outbound request judges its host against each pattern, and
+# a name that is no address costs ipaddress two exceptions.
+@lru_cache(maxsize=1024)
 def _address(text: str) -> IPAddress | None:
     try:
         return ipaddress.ip_address(text)
