@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 
-import httpx
+import httpx2
 from django.conf import settings
 from django.db import DatabaseError, connections
 
@@ -92,7 +92,7 @@ def fetch_document(
     judged again), at most `max_bytes` of it, each step bounded by `timeout_s`. Raises the
     FetchFailed subclasses."""
     try:
-        with httpx.Client(
+        with httpx2.Client(
             transport=EgressTransport(), timeout=timeout_s, follow_redirects=True,
             max_redirects=max_redirects, headers={"User-Agent": USER_AGENT, "Accept": accept},
         ) as client, client.stream("GET", url) as response:
@@ -108,11 +108,11 @@ def fetch_document(
         raise FetchRefused(exc.reason) from None
     except ResponseTooLarge as exc:
         raise FetchTooLarge(str(exc), limit=None) from None
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+    except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
         raise FetchUnanswered(type(exc).__name__) from None
 
 
-def http_client() -> httpx.Client:
+def http_client() -> httpx2.Client:
     """The http executor's own client (its connection pool, the egress transport, no
     redirects): for a caller that must measure or share exactly what tool calls use. Each
     request must pass a timeout."""

@@ -13,7 +13,6 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-import httpx
 import httpx2
 from django.conf import settings
 
@@ -66,13 +65,13 @@ class Budget:
         return chunk
 
 
-class CappedStream(httpx.SyncByteStream):
+class CappedStream(httpx2.SyncByteStream):
     """A sync response body under a Budget."""
 
-    def __init__(self, response: httpx.Response) -> None:
-        assert isinstance(response.stream, httpx.SyncByteStream)
+    def __init__(self, response: httpx2.Response) -> None:
+        assert isinstance(response.stream, httpx2.SyncByteStream)
         self._stream = response.stream
-        self._budget = Budget(response.headers, httpx.DecodingError)
+        self._budget = Budget(response.headers, httpx2.DecodingError)
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._stream:

@@ -32,9 +32,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import anyio
-import httpcore
 import httpcore2
-import httpx
 import httpx2
 
 from apps.common.compat.httpx_pool import use_async_pool, use_pool
@@ -70,37 +68,37 @@ def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
-class _DeadlineStream(httpcore.NetworkStream):
+class _DeadlineStream(httpcore2.NetworkStream):
     """A connection whose every step ends by the deadline of the thread using it."""
 
-    def __init__(self, stream: httpcore.NetworkStream) -> None:
+    def __init__(self, stream: httpcore2.NetworkStream) -> None:
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+        return self._stream.read(max_bytes, _bounded(timeout, httpcore2.ReadTimeout))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+        self._stream.write(buffer, _bounded(timeout, httpcore2.WriteTimeout))
 
     def close(self) -> None:
         self._stream.close()
 
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
+    ) -> httpcore2.NetworkStream:
         return _DeadlineStream(
-            self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout, httpcore.ConnectTimeout))
+            self._stream.start_tls(ssl_context, server_hostname, _bounded(timeout, httpcore2.ConnectTimeout))
         )
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
 
 
-class _PolicedBackend(httpcore.NetworkBackend):
+class _PolicedBackend(httpcore2.NetworkBackend):
     """Resolves, checks every address, then connects to a checked one (never the name again)."""
 
     def __init__(self) -> None:
-        self._backend = httpcore.SyncBackend()
+        self._backend = httpcore2.SyncBackend()
 
     def connect_tcp(
         self,
@@ -109,21 +107,21 @@ class _PolicedBackend(httpcore.NetworkBackend):
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
+    ) -> httpcore2.NetworkStream:
         addresses = _allowed_addresses(host, port, _resolve_by_deadline(host, port))
-        error: Exception = httpcore.ConnectError(f"{host} resolved to no address")
+        error: Exception = httpcore2.ConnectError(f"{host} resolved to no address")
         for address in addresses:
             try:
                 stream = self._backend.connect_tcp(
-                    str(address), port, timeout=_bounded(timeout, httpcore.ConnectTimeout),
+                    str(address), port, timeout=_bounded(timeout, httpcore2.ConnectTimeout),
                     local_address=local_address, socket_options=socket_options,
                 )
                 return _DeadlineStream(stream)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
                 error = exc
         raise error
 
-    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore2.NetworkStream:
         raise EgressRefused("executors never connect to Unix sockets")
 
     def sleep(self, seconds: float) -> None:
@@ -132,13 +130,13 @@ class _PolicedBackend(httpcore.NetworkBackend):
 
 def _resolve_by_deadline(host: str, port: int) -> Sequence[IPAddress]:
     """_resolve, given up (ConnectTimeout) at the deadline when one is set and `host` is a name."""
-    left = _bounded(None, httpcore.ConnectTimeout)
+    left = _bounded(None, httpcore2.ConnectTimeout)
     if left is None or _is_address(host):
         return _resolve(host, port)
     try:
         return _RESOLVERS.submit(_resolve, host, port).result(timeout=left)
     except FutureTimeout:
-        raise httpcore.ConnectTimeout(f"{host} was not resolved before the call's deadline") from None
+        raise httpcore2.ConnectTimeout(f"{host} was not resolved before the call's deadline") from None
 
 
 def _is_address(host: str) -> bool:
@@ -193,7 +191,7 @@ def _allowed_addresses(host: str, port: int, addresses: Sequence[IPAddress]) -> 
 
 
 def _resolve(
-    host: str, port: int, error: type[Exception] = httpcore.ConnectError
+    host: str, port: int, error: type[Exception] = httpcore2.ConnectError
 ) -> Sequence[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -207,7 +205,7 @@ def _resolve(
     return addresses
 
 
-class EgressTransport(httpx.HTTPTransport):
+class EgressTransport(httpx2.HTTPTransport):
     """httpx's transport with every connection made through the egress policy.
 
     Never uses a proxy from the environment (it would be the proxy's address that is
@@ -216,11 +214,11 @@ class EgressTransport(httpx.HTTPTransport):
     """
 
     def __init__(self) -> None:
-        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)  # httpx's defaults
+        limits = httpx2.Limits(max_connections=100, max_keepalive_connections=20)  # httpx's defaults
         super().__init__(trust_env=False, limits=limits)
         # httpx has no public way to pass a network backend: build its pool with ours.
-        pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False),
+        pool = httpcore2.ConnectionPool(
+            ssl_context=httpx2.create_ssl_context(trust_env=False),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
@@ -228,7 +226,7 @@ class EgressTransport(httpx.HTTPTransport):
         )
         use_pool(self, pool)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if reason := egress_policy().url_refusal(str(request.url)):
             raise EgressRefused(reason)
         response = super().handle_request(request)
@@ -271,11 +269,11 @@ def destination_refusal(url: str) -> str | None:
     """Why the policy refuses `url`, judged as written and on every address its host resolves
     to now; None when allowed. Asked before an MCP session is opened, for a refusal that names
     its reason (AsyncEgressTransport enforces it on each connection). Raises
-    httpcore.ConnectError when the name does not resolve."""
+    httpcore2.ConnectError when the name does not resolve."""
     policy = egress_policy()
     if reason := policy.url_refusal(url):
         return reason
-    parts = httpx.URL(url)
+    parts = httpx2.URL(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     for address in _resolve(parts.host, port):
         if reason := policy.refusal(parts.host, port, address):

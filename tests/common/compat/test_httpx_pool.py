@@ -1,13 +1,11 @@
-"""Canary: httpx's transports still send every request through the pool in `_pool`
+"""Canary: httpx2's transports still send every request through the pool in `_pool`
 (apps/common/compat/httpx_pool.py). If this fails after an upgrade, the egress policy may no
 longer apply to executors' connections: fix the compat module before anything ships."""
 
 from __future__ import annotations
 
 import anyio
-import httpcore
 import httpcore2
-import httpx
 import httpx2
 
 from apps.common.compat.httpx_pool import use_async_pool, use_pool
@@ -19,14 +17,14 @@ from apps.gateway.executors.egress import (
 )
 
 
-class _RecordingPool(httpcore.ConnectionPool):
+class _RecordingPool(httpcore2.ConnectionPool):
     def __init__(self) -> None:
         super().__init__()
         self.seen: list[bytes] = []
 
-    def handle_request(self, request: httpcore.Request) -> httpcore.Response:
+    def handle_request(self, request: httpcore2.Request) -> httpcore2.Response:
         self.seen.append(request.url.host)
-        return httpcore.Response(204)
+        return httpcore2.Response(204)
 
 
 class _RecordingAsyncPool(httpcore2.AsyncConnectionPool):
@@ -39,18 +37,18 @@ class _RecordingAsyncPool(httpcore2.AsyncConnectionPool):
         return httpcore2.Response(204)
 
 
-def test_httpx_transport_keeps_its_pool_in_pool_and_sends_every_request_through_it():
-    transport = httpx.HTTPTransport()
-    assert isinstance(getattr(transport, "_pool", None), httpcore.ConnectionPool), (
-        "httpx.HTTPTransport no longer keeps an httpcore.ConnectionPool in `_pool`"
+def test_httpx2_transport_keeps_its_pool_in_pool_and_sends_every_request_through_it():
+    transport = httpx2.HTTPTransport()
+    assert isinstance(getattr(transport, "_pool", None), httpcore2.ConnectionPool), (
+        "httpx2.HTTPTransport no longer keeps an httpcore2.ConnectionPool in `_pool`"
     )
     pool = _RecordingPool()
 
     use_pool(transport, pool)
-    response = httpx.Client(transport=transport).get("http://canary.invalid/")
+    response = httpx2.Client(transport=transport).get("http://canary.invalid/")
 
     assert response.status_code == 204
-    assert pool.seen == [b"canary.invalid"], "httpx.HTTPTransport.handle_request no longer uses `_pool`"
+    assert pool.seen == [b"canary.invalid"], "httpx2.HTTPTransport.handle_request no longer uses `_pool`"
 
 
 def test_httpx2_async_transport_keeps_its_pool_in_pool_and_sends_every_request_through_it():

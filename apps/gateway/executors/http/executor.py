@@ -27,7 +27,7 @@ from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 from django.conf import settings
 
 from apps.catalog.definitions import path_problems, platform_settings_named
@@ -58,7 +58,7 @@ request_logger = logging.getLogger("httpx")
 _TRANSPORT = EgressTransport()
 # A jar that keeps nothing: a cookie one upstream sets must never go with another tenant's or
 # user's request to the same host.
-_CLIENT = httpx.Client(
+_CLIENT = httpx2.Client(
     transport=_TRANSPORT, follow_redirects=False, headers={"User-Agent": "ToolHub/1"},
     cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
 )
@@ -67,14 +67,14 @@ _CLIENT = httpx.Client(
 _BASE_HEADERS = _CLIENT.headers
 
 
-def shared_client() -> httpx.Client:
+def shared_client() -> httpx2.Client:
     """A client on the transport every http call goes through (its pool, the egress policy),
     with the same headers and no cookie jar."""
     return _CLIENT
 
 
-def _exchange(request: ExecutionRequest, outgoing: httpx.Request) -> httpx.Response:
-    """The whole answer to `outgoing`, within the tool's timeout (httpx.TimeoutException past
+def _exchange(request: ExecutionRequest, outgoing: httpx2.Request) -> httpx2.Response:
+    """The whole answer to `outgoing`, within the tool's timeout (httpx2.TimeoutException past
     it), through the transport alone: no redirect is followed, and nothing of httpx's client
     (auth flows, cookies, event hooks) runs per call."""
     with deadline(request.timeout_s):
@@ -91,8 +91,8 @@ def _exchange(request: ExecutionRequest, outgoing: httpx.Request) -> httpx.Respo
 
 
 @lru_cache(maxsize=64)
-def _timeout(seconds: float) -> httpx.Timeout:
-    return httpx.Timeout(seconds)
+def _timeout(seconds: float) -> httpx2.Timeout:
+    return httpx2.Timeout(seconds)
 
 
 def _endpoint(request: ExecutionRequest) -> Endpoint:
@@ -134,11 +134,11 @@ def _upstream_endpoint(request: ExecutionRequest, name: str) -> Endpoint:
     )
 
 
-def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint) -> httpx.Request:
+def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint) -> httpx2.Request:
     """The request to send; the endpoint's credentials win over a mapped header or query
     parameter of the same name. The query (pairs the mapping has percent-encoded already) is
     appended to one the path may already have; the body goes as the mapping wrote its bytes."""
-    headers = httpx.Headers(_BASE_HEADERS)
+    headers = httpx2.Headers(_BASE_HEADERS)
     headers.update(parts.headers)
     if parts.content_type:
         headers["Content-Type"] = parts.content_type
@@ -149,7 +149,7 @@ def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint
     url = endpoint.base_url + parts.path
     if query:
         url += ("&" if "?" in url else "?") + "&".join(f"{k}={v}" for k, v in query)
-    outgoing = httpx.Request(
+    outgoing = httpx2.Request(
         parts.method, url, headers=headers, content=parts.content,
         extensions={"timeout": _timeout(request.timeout_s).as_dict()},
     )
@@ -158,7 +158,7 @@ def _outgoing(request: ExecutionRequest, parts: RequestParts, endpoint: Endpoint
     return outgoing
 
 
-def _off_base(base_url: str, path: str, url: httpx.URL) -> str | None:
+def _off_base(base_url: str, path: str, url: httpx2.URL) -> str | None:
     """Why the request built from `path` would not go under `base_url`, or None. Saving refuses
     such paths; this catches a row stored before the rule, or changed by SQL, before the
     credentials it carries leave: the same scheme, userinfo, host and port, and a path under
@@ -179,14 +179,14 @@ def _off_base(base_url: str, path: str, url: httpx.URL) -> str | None:
 
 
 @lru_cache(maxsize=256)
-def _parsed_base(base_url: str) -> tuple[httpx.URL, bytes]:
+def _parsed_base(base_url: str) -> tuple[httpx2.URL, bytes]:
     """A base URL as parsed, and its path without query or trailing slash: a pure function of
     the text, so it is parsed once."""
-    base = httpx.URL(base_url)
+    base = httpx2.URL(base_url)
     return base, base.raw_path.partition(b"?")[0].rstrip(b"/")
 
 
-def _default_port(url: httpx.URL) -> int:
+def _default_port(url: httpx2.URL) -> int:
     return 443 if url.scheme == "https" else 80
 
 
@@ -217,7 +217,7 @@ def _unavailable(request: ExecutionRequest, reason: str) -> ExecutionRejected:
     ))
 
 
-def _rejection(response: httpx.Response, request: ExecutionRequest, endpoint: Endpoint) -> ExecutionRejected:
+def _rejection(response: httpx2.Response, request: ExecutionRequest, endpoint: Endpoint) -> ExecutionRejected:
     """A 4xx answer: the upstream refused the request, so nothing was applied. What it said is
     read by upstream_errors.py, in its own words, as data."""
     content_type = response.headers.get("content-type", "")
@@ -241,7 +241,7 @@ def run_http(request: ExecutionRequest) -> Any:
         raise ExecutionRejected(exc) from None
     try:
         outgoing = _outgoing(request, parts, endpoint)
-    except (httpx.InvalidURL, UnicodeError) as exc:
+    except (httpx2.InvalidURL, UnicodeError) as exc:
         # Nothing has left yet: a URL httpx cannot parse, a header value that is not ASCII.
         raise ExecutionNotSent(
             f"the request to {request.tool_name}'s provider could not be built: {type(exc).__name__}"
@@ -252,17 +252,20 @@ def run_http(request: ExecutionRequest) -> Any:
         raise _unavailable(request, exc.reason) from None
     except ResponseTooLarge as exc:
         raise AnswerTooLarge(exc.limit) from None
-    except (httpx.UnsupportedProtocol, httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+    except (httpx2.UnsupportedProtocol, httpx2.ConnectError, httpx2.ConnectTimeout,
+            httpx2.PoolTimeout) as exc:
         # Raised before a byte is written: no http(s) scheme, DNS failure, connection refused.
         raise ExecutionNotSent(
             f"could not connect to {request.tool_name}'s provider: {type(exc).__name__}"
         ) from None
-    except httpx.TimeoutException:
+    except httpx2.TimeoutException:
         raise ExecutionTimedOut(
             f"no complete answer from {request.tool_name}'s provider within {request.timeout_s} s"
         ) from None
-    except httpx.TransportError as exc:
-        raise ExecutionAmbiguous(f"the connection failed after sending: {type(exc).__name__}") from None
+    except httpx2.TransportError as exc:
+        raise ExecutionAmbiguous(
+            f"the connection failed after sending: {type(exc).__name__} ({exc})"
+        ) from None
     if 400 <= response.status_code < 500:
         raise _rejection(response, request, endpoint)
     if response.status_code >= 500 or not response.is_success:
@@ -295,13 +298,13 @@ def reconcile_http(request: ExecutionRequest) -> ReconcileAnswer:
         return ReconcileAnswer(found=None, note=f"not asked, egress policy: {exc.reason}", retry=False)
     except ResponseTooLarge as exc:
         return ReconcileAnswer(found=None, note=f"status endpoint answered, but {exc}", retry=False)
-    except httpx.InvalidURL:
+    except httpx2.InvalidURL:
         return ReconcileAnswer(found=None, note="not asked: the status URL is not a valid URL", retry=False)
-    except httpx.TimeoutException:
+    except httpx2.TimeoutException:
         return ReconcileAnswer(
             found=None, note=f"status endpoint did not answer within {request.timeout_s} s"
         )
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         return ReconcileAnswer(found=None, note=f"status endpoint unreachable: {type(exc).__name__}")
     if response.status_code == 404:
         return ReconcileAnswer(found=False, note="the provider has no request with this key")

@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
-import httpcore
+import httpcore2
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -204,7 +204,7 @@ def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
     (the host does not resolve) or ExecutionRejected (`unavailable`: the policy refuses)."""
     try:
         refusal = destination_refusal(endpoint.base_url)
-    except httpcore.ConnectError as exc:
+    except httpcore2.ConnectError as exc:
         raise ExecutionNotSent(f"could not resolve {request.tool_name}'s provider: {exc}") from None
     if refusal:
         raise _unavailable(request, refusal)
@@ -307,7 +307,7 @@ def list_mcp_tools(upstream: ResolvedUpstream, *, tenant_id: int | None) -> list
     endpoint = endpoint_of(upstream)
     try:
         refusal = destination_refusal(endpoint.base_url)
-    except httpcore.ConnectError as exc:
+    except httpcore2.ConnectError as exc:
         raise ListingFailed(f"could not resolve upstream {upstream.name}: {exc}") from None
     if refusal:
         raise ListingFailed(f"upstream {upstream.name} is refused: {refusal}")

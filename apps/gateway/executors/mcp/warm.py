@@ -8,7 +8,7 @@ from __future__ import annotations
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-import httpcore
+import httpcore2
 
 from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
@@ -54,7 +54,7 @@ def warm_mcp_sessions(uses: list[McpUse], *, timeout_s: float) -> Warmed:
             endpoint = endpoint_of(upstream)
             if destination_refusal(endpoint.base_url):
                 raise UpstreamNotFound(use.upstream)
-        except (UpstreamNotFound, SubjectCredentialMissing, httpcore.ConnectError):
+        except (UpstreamNotFound, SubjectCredentialMissing, httpcore2.ConnectError):
             skipped += 1
             continue
         keys.setdefault(session_key(endpoint, use.tenant_id), use.upstream)
