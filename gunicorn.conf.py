@@ -34,7 +34,8 @@ LONGEST_TOOL_TIMEOUT_S = 600
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * (os.cpu_count() or 1) + 1))
-worker_class = "gthread"
+# gthread, taking turns to accept connections (toolhub/gthread.py).
+worker_class = "toolhub.gthread.TurnTakingThreadWorker"
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", str(LONGEST_TOOL_TIMEOUT_S + 60)))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))

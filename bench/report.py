@@ -85,7 +85,7 @@ def machine_facts() -> list[str]:
         f"Python {platform.python_version()}, Django {django.get_version()}, PostgreSQL {pg_version} "
         f"(shared_buffers {shared_buffers}, synchronous_commit {synchronous_commit}), "
         f"Redis {redis_info['redis_version']}",
-        f"gunicorn -w {WORKERS} --threads {THREADS} (gthread, gunicorn.conf.py); "
+        f"gunicorn -w {WORKERS} --threads {THREADS} (gthread taking turns to accept, gunicorn.conf.py); "
         f"wrk -t{WRK_THREADS} -c{CONNECTIONS}, {SECONDS} s per load in "
         f"{ROUNDS} turns taken with the loads it is compared with, after {WARM_UP_SECONDS} s of "
         "warm-up; all on this machine over loopback",

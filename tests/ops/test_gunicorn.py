@@ -1,4 +1,5 @@
-"""gunicorn.conf.py for real: two worker processes, one set of metrics, JSON logs."""
+"""gunicorn.conf.py for real: two worker processes, one set of metrics, JSON logs; connections
+shared out among the workers."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -136,3 +140,59 @@ def test_two_servers_started_from_one_home_leave_no_shared_control_socket(tmp_pa
     assert sockets_while_both_ran == []
     assert not (home / ".gunicorn").exists()
     assert second_still_serves
+
+
+def _established_by_process(pids: list[int], port: int) -> Counter[int]:
+    """How many connections to local `port` each of `pids` holds (ESTABLISHED, from /proc)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+            inodes.add(fields[9])
+    held: Counter[int] = Counter()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            target = os.readlink(fd) if fd.is_symlink() else ""
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                held[pid] += 1
+    return held
+
+
+def test_keep_alive_connections_opened_together_are_shared_out_among_the_workers(tmp_path: Path):
+    # An agent's pool of 8 connections, opened at once, to 4 workers: gunicorn's own threaded
+    # worker let the first one awake take most of them (often 6 to 8), and serve them alone.
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "toolhub.settings.base", "WEB_CONCURRENCY": "4"}
+    for name in ("PROMETHEUS_MULTIPROC_DIR", "GUNICORN_CONTROL_SOCKET"):
+        env.pop(name, None)
+    process, url = _start_plain_gunicorn(env, tmp_path / "gunicorn.log")
+    port = int(url.rsplit(":", 1)[1])
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    pool: list[socket.socket] = []
+    try:
+        def four_workers_up() -> bool:
+            if process.poll() is not None:
+                raise AssertionError((tmp_path / "gunicorn.log").read_text()[-3000:])
+            try:
+                answered = httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+            return answered and len(children.read_text().split()) == 4
+
+        wait_until(four_workers_up, timeout_s=30, what="gunicorn's 4 workers")
+        time.sleep(2)  # each worker's start-up (gunicorn.conf.py post_worker_init) is over
+        workers = [int(pid) for pid in children.read_text().split()]
+
+        pool = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(8)]
+        for connection in pool:
+            connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        answers = [connection.recv(4096) for connection in pool]
+        held = _established_by_process(workers, port)
+    finally:
+        for connection in pool:
+            connection.close()
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+    assert all(answer.startswith(b"HTTP/1.1 200") for answer in answers), answers[0][:300]
+    assert sum(held.values()) == 8
+    assert max(held.values()) <= 3, f"connections held by each worker: {sorted(held.values())}"
