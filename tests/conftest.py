@@ -7,6 +7,7 @@ import pytest
 import redis.client
 from django.core.cache import cache
 
+from apps.tenancy.services import IssuedKey, agent_key_issue
 from apps.upstreams.models import Upstream
 from tests.bridge_server import BridgeServer, bridge_server
 from tests.factories import UpstreamFactory
@@ -19,6 +20,12 @@ def _clear_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def issued(agent) -> IssuedKey:
+    """A key issued to the test's agent (each test package says who `agent` is)."""
+    return agent_key_issue(agent=agent, label="prod", actor="test")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ the p50 for the requests queued in that worker (docs/performance.md).
 
 Here a worker that has just accepted a connection steps back from the socket for
 ACCEPT_PAUSE_S, so that the other workers, woken by the same burst, take the next ones.
-Connections are accepted as before otherwise; a connection waits at most that long more,
+Otherwise connections are accepted as gunicorn's worker accepts them; one waits at most that long more,
 and only when every worker has just accepted one.
 """
 

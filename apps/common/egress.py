@@ -73,8 +73,8 @@ class HostPattern:
         if self.ports is not None and port not in self.ports:
             return False
         if self.is_wildcard:
-            return _address(host) is None and host.endswith(self.host[1:])
-        pattern_address, host_address = _address(self.host), _address(host)
+            return address_of(host) is None and host.endswith(self.host[1:])
+        pattern_address, host_address = address_of(self.host), address_of(host)
         if pattern_address is not None or host_address is not None:
             return pattern_address == host_address
         return self.host == host
@@ -83,7 +83,8 @@ class HostPattern:
 # Once per distinct text: every outbound request judges its host against each pattern, and
 # a name that is no address costs ipaddress two exceptions.
 @lru_cache(maxsize=1024)
-def _address(text: str) -> IPAddress | None:
+def address_of(text: str) -> IPAddress | None:
+    """The IP address `text` spells, or None for a name."""
     try:
         return ipaddress.ip_address(text)
     except ValueError:
@@ -209,7 +210,7 @@ class EgressPolicy:
         """
         host = _canonical_host(host)
         if address is None:
-            address = _address(host)
+            address = address_of(host)
         names = [host] if address is None or str(address) == host else [host, str(address)]
         category = address_category(address) if address is not None else _name_category(host)
         if self._allowed_by(names, port, category):

@@ -30,7 +30,7 @@ from rest_framework.request import Request
 from apps.common.catalog_generation import CATALOG_GENERATION_KEY, catalog_generation
 
 from .keys import digest_matches, split_key
-from .models import AgentKey
+from .models import USABLE_KEYS, AgentKey
 from .selectors import agent_keys_recently_used
 from .services import agent_key_cache_key
 
@@ -125,9 +125,7 @@ def _load_key(prefix: str) -> tuple[_KeyRow | None, int | None]:
     if cached is not None:
         return cached or None, generation
     row = (
-        AgentKey.objects.filter(
-            prefix=prefix, revoked_at__isnull=True, agent__active=True, tenant__active=True
-        )
+        AgentKey.objects.filter(USABLE_KEYS, prefix=prefix)
         .values("pk", "digest", "agent_id", "agent__name", "tenant_id", "tenant__slug")
         .first()
     )

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.db.models import Q
 
 from apps.common.models import TenantOwnedModel, TenantOwnedQuerySet, TimeStampedModel
 from apps.common.rule_types import RULE_TYPES
@@ -49,6 +50,9 @@ class AgentKeyQuerySet(TenantOwnedQuerySet):
 
 
 AgentKeyManager = models.Manager.from_queryset(AgentKeyQuerySet)
+
+# The keys that authenticate: not revoked, of an active agent of an active tenant.
+USABLE_KEYS = Q(revoked_at__isnull=True, agent__active=True, tenant__active=True)
 
 
 class AgentKey(TenantOwnedModel):

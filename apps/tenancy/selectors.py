@@ -8,7 +8,7 @@ from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.db.models import Q, QuerySet
 
 from .keys import split_key
-from .models import Agent, AgentKey, Grant, StaffScope, TaskToolOpening, Tenant
+from .models import USABLE_KEYS, Agent, AgentKey, Grant, StaffScope, TaskToolOpening, Tenant
 
 
 def tenant_by_slug(*, slug: str) -> Tenant | None:
@@ -72,28 +72,20 @@ def task_tool_ids_opened(*, tenant_id: int, agent_id: int, task_id: str) -> set[
     )
 
 
+def _used_keys_latest_first() -> QuerySet[AgentKey]:
+    return AgentKey.objects.filter(USABLE_KEYS, last_used_at__isnull=False).order_by("-last_used_at")
+
+
 def agent_keys_recently_used(*, limit: int) -> list[tuple[str, datetime | None]]:
-    """(prefix, last used) of the usable keys (active agent and tenant, not revoked) used most
-    recently, at most `limit`, the most recent first."""
-    return list(
-        AgentKey.objects.filter(
-            revoked_at__isnull=True, last_used_at__isnull=False, agent__active=True, tenant__active=True
-        )
-        .order_by("-last_used_at")
-        .values_list("prefix", "last_used_at")[:limit]
-    )
+    """(prefix, last used) of the usable keys used most recently, at most `limit`, the most
+    recent first."""
+    return list(_used_keys_latest_first().values_list("prefix", "last_used_at")[:limit])
 
 
 def agents_recently_calling(*, limit: int) -> list[tuple[int, int]]:
     """(tenant id, agent id) of the active agents whose keys were used most recently, at most
     `limit`, the most recent first."""
-    rows = (
-        AgentKey.objects.filter(
-            revoked_at__isnull=True, last_used_at__isnull=False, agent__active=True, tenant__active=True
-        )
-        .order_by("-last_used_at")
-        .values_list("tenant_id", "agent_id")
-    )
+    rows = _used_keys_latest_first().values_list("tenant_id", "agent_id")
     agents: dict[tuple[int, int], None] = {}
     for row in rows.iterator():
         agents.setdefault(row)

@@ -11,17 +11,12 @@ from apps.audit.models import Invocation
 from apps.capabilities.models import CapabilityRequest
 from apps.common.catalog_generation import catalog_changed
 from apps.tenancy.models import TenantPolicy
-from apps.tenancy.services import agent_key_cache_key, agent_key_issue, agent_key_revoke, agent_save
+from apps.tenancy.services import agent_key_cache_key, agent_key_revoke, agent_save
 from tests.gateway.callables import RUNS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LOOKUP = '{"query": "x"}'
-
-
-@pytest.fixture
-def issued(agent):
-    return agent_key_issue(agent=agent)
 
 
 @pytest.fixture

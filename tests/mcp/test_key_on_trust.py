@@ -12,7 +12,7 @@ from django.core.cache import cache
 
 from apps.audit.models import Invocation
 from apps.capabilities.models import CapabilityRequest
-from apps.tenancy.services import agent_key_cache_key, agent_key_issue, agent_key_revoke, agent_save
+from apps.tenancy.services import agent_key_cache_key, agent_key_revoke, agent_save
 from tests.gateway.callables import RUNS
 
 from .test_mcp import SEARCH, initialize
@@ -21,11 +21,6 @@ from .test_mcp_modern import modern
 pytestmark = pytest.mark.django_db(transaction=True)
 
 UNAUTHORIZED = "Unauthorized: The agent key is unknown or revoked."
-
-
-@pytest.fixture
-def issued(agent):
-    return agent_key_issue(agent=agent)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Fixtures of the tenancy tests: an agent with an issued key, and an API client using it."""
+"""Fixtures of the tenancy tests: their agent (its key: `issued`, tests/conftest.py), and an
+API client using a key."""
 
 from __future__ import annotations
 
@@ -6,18 +7,12 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from apps.tenancy.services import IssuedKey, agent_key_issue
 from tests.factories import AgentFactory
 
 
 @pytest.fixture
 def agent():
     return AgentFactory(tenant__slug="acme", name="support-bot")
-
-
-@pytest.fixture
-def issued(agent) -> IssuedKey:
-    return agent_key_issue(agent=agent, label="prod", actor="test")
 
 
 def bearer(secret: str) -> APIClient:

@@ -103,7 +103,7 @@ def _json_object(request: HttpRequest) -> dict[str, Any]:
     declared = request.META.get("CONTENT_LENGTH") or "0"
     if not declared.isdigit() or int(declared) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
         # A body declared too large is refused unread and its connection closed while the
-        # client may still be sending it: the DRF way, as before, so that the client has as
+        # client may still be sending it: the DRF way, so that the client has as
         # long to finish and read the 413 (tests/ops/test_http_edges.py).
         raise Irregular
     body = request.body

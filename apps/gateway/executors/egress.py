@@ -36,7 +36,7 @@ import httpcore2
 import httpx2
 
 from apps.common.compat.httpx_pool import use_async_pool, use_pool
-from apps.common.egress import EgressRefused, IPAddress, egress_policy
+from apps.common.egress import EgressRefused, IPAddress, address_of, egress_policy
 
 from .answer_limit import CappedAsyncStream, CappedStream
 
@@ -131,20 +131,12 @@ class _PolicedBackend(httpcore2.NetworkBackend):
 def _resolve_by_deadline(host: str, port: int) -> Sequence[IPAddress]:
     """_resolve, given up (ConnectTimeout) at the deadline when one is set and `host` is a name."""
     left = _bounded(None, httpcore2.ConnectTimeout)
-    if left is None or _is_address(host):
+    if left is None or address_of(host.strip("[]")) is not None:
         return _resolve(host, port)
     try:
         return _RESOLVERS.submit(_resolve, host, port).result(timeout=left)
     except FutureTimeout:
         raise httpcore2.ConnectTimeout(f"{host} was not resolved before the call's deadline") from None
-
-
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
 
 
 class _PolicedAsyncBackend(httpcore2.AsyncNetworkBackend):

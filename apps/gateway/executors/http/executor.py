@@ -51,8 +51,8 @@ from .mapping import RequestParts, ResponseShapeError, request_parts, selected_r
 from .upstream_errors import ErrorAnswer, refusal, wire_names
 
 logger = logging.getLogger("toolhub.egress")
-# httpx's client logs a line per request here; the executor keeps logging it, as before, for
-# operators (apps/common/logs.py hides the query values of its URLs).
+# The executor sends through the transport, not a client: it logs the line per request that
+# httpx's client would, on its logger, for operators (apps/common/logs.py hides query values).
 request_logger = logging.getLogger("httpx")
 
 _TRANSPORT = EgressTransport()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from apps.tenancy.services import agent_key_issue
 from apps.upstreams.models import Upstream as UpstreamRow
 from apps.upstreams.services import upstream_save
 from tests.factories import UpstreamFactory
@@ -17,10 +16,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def call(client, agent):
+def call(client, issued):
     """Invoke `order_lookup` with the agent's key (taken on trust from its second call on),
     a new call id each time."""
-    issued = agent_key_issue(agent=agent)
     numbers = iter(range(1_000))
 
     def send() -> dict:
