@@ -7,11 +7,13 @@ import pytest
 from django.http import HttpRequest, HttpResponse
 from django.test import RequestFactory
 
+from apps.audit.models import Invocation
 from apps.common.admin_middleware import (
     AuthenticationMiddleware,
     MessageMiddleware,
     SessionMiddleware,
 )
+from apps.ledger.models import LedgerEntry
 
 COOKIES = "sessionid=a-session-of-the-admins; csrftoken=aToken1234567890aToken1234567890"
 
@@ -45,3 +47,4 @@ def test_an_admins_session_cookie_is_no_credential_of_the_agent_api(admin_client
 
     assert answer.status_code == 401
     assert "Bearer" in answer.json()["hint"]
+    assert not Invocation.objects.exists() and not LedgerEntry.objects.exists()
