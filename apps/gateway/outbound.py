@@ -28,6 +28,7 @@ from .executors.http.executor import shared_client
 from .executors.mcp.executor import ListingFailed, list_mcp_tools
 from .executors.mcp.warm import warm_mcp_sessions
 from .executors.sandbox.runs import prewarm_sandboxes
+from .metrics import invocation_series_start
 from .pipeline.schema import compiled_validator
 from .selectors import agent_catalog, mcp_uses
 
@@ -148,7 +149,8 @@ def mcp_sessions_warm() -> None:
 def agent_catalogs_warm() -> None:
     """Load the catalogs of the agents that called most recently (at most WARM_AGENTS), build
     the argument validators of what they may call and the views of each catalog a call reads
-    (as a whole, per toolset and phase), into the process's memos, so that
+    (as a whole, per toolset and phase), into the process's memos, and start the metrics'
+    series of what they may call, so that
     an agent's first call to a new process does not pay them (tens of ms). Reads grants,
     versions, toolsets and policies. Never raises for the database: a catalog not loaded is
     loaded by its first call."""
@@ -162,6 +164,7 @@ def agent_catalogs_warm() -> None:
                     compiled_validator(version)
                 except ToolHubError:
                     pass  # an unusable schema: its call is refused as it would have been
+            invocation_series_start(catalog.callable)
             _catalog_views_warm(catalog)
     except DatabaseError as exc:
         logger.warning("agent catalogs not loaded at start: the database failed (%s)", type(exc).__name__)

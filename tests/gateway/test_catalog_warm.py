@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from apps.catalog.models import VersionStatus
 from apps.gateway import agent_catalogs
@@ -89,3 +90,17 @@ def test_a_tool_granted_after_the_start_is_listed_in_the_code_run(agent, django_
     # then: the next call's code run lists it
     visible = agent_catalog(tenant_id=agent.tenant_id, agent_id=agent.pk).visible(None, None)
     assert "def find_things(" in visible["run_python"].description
+
+
+def test_a_starting_process_starts_at_zero_the_calls_counted_of_what_agents_may_call(agent):
+    # given: an agent that called, granted a tool no call of this process has counted
+    _granted_tool(agent, "count_things_from_start")
+    AgentKey.objects.filter(pk=agent_key_issue(agent=agent).key.pk).update(last_used_at=timezone.now())
+    labels = {"tool": "count_things_from_start", "status": "ok", "kind": ""}
+    assert REGISTRY.get_sample_value("toolhub_invocations_total", labels) is None
+
+    # when
+    agent_catalogs_warm()
+
+    # then: /metrics shows its successful calls from the start, at zero
+    assert REGISTRY.get_sample_value("toolhub_invocations_total", labels) == 0.0

@@ -4,13 +4,11 @@ upstream that is down or slow is logged, never a failed or stalled start."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -23,6 +21,7 @@ from apps.tenancy.models import Grant
 from tests.factories import SubjectCredentialFactory, UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.gateway.mcp_tools import mcp_tool
+from tests.gunicorn_conf import gunicorn_conf
 from tests.mcp_upstream import free_port
 
 pytestmark = pytest.mark.django_db
@@ -172,15 +171,10 @@ def test_web_and_worker_processes_warm_up_on_start(monkeypatch, tmp_path):
     monkeypatch.setattr(outbound, "agent_catalogs_warm", lambda: started.append("catalogs"))
     monkeypatch.setattr(authentication, "agent_keys_warm", lambda: started.append("keys"))
     monkeypatch.setattr(outbound, "code_runs_warm_soon", lambda: started.append("sandboxes"))
-    spec = importlib.util.spec_from_file_location(
-        "gunicorn_conf", Path(__file__).resolve().parents[4] / "gunicorn.conf.py"
-    )
-    assert spec is not None and spec.loader is not None
-    gunicorn_conf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gunicorn_conf)
+    conf = gunicorn_conf()
 
     # when: a gunicorn worker has loaded the application; a Celery worker process was forked
-    gunicorn_conf.post_worker_init(worker=None)
+    conf.post_worker_init(worker=None)
     toolhub.celery._warm_up()
 
     # then: code runs execute on the workers only, so only they start sandboxes ahead; agents
