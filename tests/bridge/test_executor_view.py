@@ -6,13 +6,15 @@ error after sending (not a refusal: ambiguous); the server's invalid params stay
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INVALID_PARAMS, CallToolResult
 
 from apps.gateway.executors.mcp.executor import REFUSAL_CODES
-from apps.gateway.executors.mcp.sessions import LOOP, Progress, SessionKey, leaf, on_session
+from apps.gateway.executors.mcp.session import Progress, Session, SessionKey, leaf
+from apps.gateway.executors.mcp.sessions import called
 from apps.gateway.executors.mcp.tool_call import call_on
 from apps.upstreams.bridge import NOT_RUNNING, PROCESS_STOPPED
 
@@ -26,10 +28,17 @@ def _executor_call(
     key = SessionKey(1, url, tuple(sorted(headers.items())))
     progress = Progress()
     try:
-        coroutine = on_session(key, lambda session: call_on(session, tool, arguments), progress)
-        return LOOP.submit(coroutine, timeout_s=60), progress
+        answer = called(key, _call_of(tool, arguments, progress), progress, readonly=False, timeout_s=60)
+        return answer, progress
     except Exception as exc:  # noqa: BLE001 - the test looks at what failed
         return leaf(exc), progress
+
+
+def _call_of(tool: str, arguments: dict[str, Any], progress: Progress) -> Callable[[Session], CallToolResult]:
+    def call(session: Session) -> CallToolResult:
+        return call_on(session, tool, arguments, progress)
+
+    return call
 
 
 def test_a_process_that_cannot_start_is_a_refusal_before_sending(mcp_bridge):

@@ -13,8 +13,11 @@
   the handshake revisions the version header), and the Mcp-Name header `send_request` adds.
   The executor sends `tools/call` itself, as one POST on the session's HTTP client, and must
   put on the wire what the SDK would.
-- `stream_within_origin` (`mcp.shared._httpx_utils`): the SDK's POST, following a redirect
-  only within the endpoint's origin.
+- `next_request_within_origin(response)` (`mcp.shared._httpx_utils`): the request that
+  follows a redirect the SDK's transports follow (within the endpoint's origin, same method),
+  None for any other answer. The executor sends its calls from the calling thread on a sync
+  client, which the SDK's `stream_within_origin` (async) does not take, and follows
+  redirects by the same rule.
 
 Checked against mcp 2.3.0.
 
@@ -31,10 +34,10 @@ from typing import Any
 
 from mcp.client._probe import negotiate_auto
 from mcp.client.session import ClientSession
-from mcp.shared._httpx_utils import stream_within_origin
+from mcp.shared._httpx_utils import next_request_within_origin
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 
-__all__ = ["negotiate_auto", "stamped_headers", "stream_within_origin"]
+__all__ = ["negotiate_auto", "next_request_within_origin", "stamped_headers"]
 
 
 def stamped_headers(session: ClientSession, data: dict[str, Any]) -> dict[str, str]:

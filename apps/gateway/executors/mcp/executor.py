@@ -6,8 +6,8 @@ and the upstream's tool. Sessions are the SDK client's, one per upstream URL and
 reused by every call of the process (sessions.py); a call is one POST on one (tool_call.py).
 
 The egress policy judges the URL and every address its host resolves to before a session
-is made, for a refusal that says why, and again on each connection the session's client
-makes (AsyncEgressTransport: it connects only to the addresses it checked). Failures are
+is made, for a refusal that says why, and again on each connection the session's clients
+make (the egress transports connect only to the addresses they checked). Failures are
 classified like the `http` executor's: refused by policy or configuration → `unavailable`;
 nothing reached the server (connection refused, a failed handshake, a timeout before the
 call was sent, the bridge's "not running") → not sent; no answer in time after sending →
@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
 import httpcore2
+import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -66,7 +66,8 @@ from ..base import (
 )
 from ..egress import destination_refusal
 from ..endpoint import Endpoint
-from .sessions import LOOP, Progress, Session, SessionKey, SessionLost, leaf, on_session
+from .session import LOOP, Progress, Session, SessionKey, SessionLost, leaf
+from .sessions import called, on_session
 from .tool_call import call_on
 
 logger = logging.getLogger("toolhub.egress")
@@ -211,22 +212,22 @@ def _reachable(request: ExecutionRequest, endpoint: Endpoint) -> SessionKey:
     return session_key(endpoint, request.tenant_id)
 
 
-def _call(
-    key: SessionKey, tool: str, arguments: dict[str, Any], progress: Progress, *, readonly: bool
-) -> Coroutine[Any, Any, CallToolResult]:
-    return on_session(key, lambda session: call_on(session, tool, arguments), progress, readonly=readonly)
+def _called(key: SessionKey, tool: str, arguments: dict[str, Any], progress: Progress, *, readonly: bool,
+            timeout_s: float) -> CallToolResult:
+    return called(key, lambda session: call_on(session, tool, arguments, progress), progress,
+                  readonly=readonly, timeout_s=timeout_s)
 
 
 def run_mcp(request: ExecutionRequest) -> Any:
     endpoint = endpoint_of(_upstream(request))
     key = _reachable(request, endpoint)
     progress = Progress()
-    coroutine = _call(
-        key, str(request.config["tool"]), _call_arguments(request), progress, readonly=request.readonly
-    )
     try:
-        result = LOOP.submit(coroutine, timeout_s=request.timeout_s)
-    except FutureTimeout:
+        result = _called(
+            key, str(request.config["tool"]), _call_arguments(request), progress, readonly=request.readonly,
+            timeout_s=request.timeout_s,
+        )
+    except (FutureTimeout, httpx2.TimeoutException):
         if not progress.sent:
             raise ExecutionNotSent(
                 f"no session with {request.tool_name}'s provider within {request.timeout_s} s"
@@ -260,8 +261,8 @@ def run_mcp(request: ExecutionRequest) -> Any:
     except SessionLost as exc:
         if isinstance(exc.cause, EgressRefused):
             raise _unavailable(request, exc.cause.reason) from None
-        if progress.refused:
-            raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider") from None
+        if progress.refused or not progress.sent:
+            raise ExecutionNotSent(f"could not connect to {request.tool_name}'s provider ({exc})") from None
         raise ExecutionAmbiguous(f"the session broke after sending: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - whatever failed opening the session, nothing was sent
         if progress.sent:
@@ -355,13 +356,13 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
             found=None, retry=False, note=f"upstream {upstream.name} names no status tool to ask"
         )
     asked = f"the status tool {upstream.status_tool} of {upstream.name}"
-    # A status tool only reads: asking again on a new session changes nothing.
-    coroutine = _call(
-        key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, Progress(), readonly=True
-    )
     try:
-        result = LOOP.submit(coroutine, timeout_s=request.timeout_s)
-    except FutureTimeout:
+        # A status tool only reads: asking again on a new session changes nothing.
+        result = _called(
+            key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, Progress(), readonly=True,
+            timeout_s=request.timeout_s,
+        )
+    except (FutureTimeout, httpx2.TimeoutException):
         return ReconcileAnswer(found=None, note=f"{asked} did not answer within {request.timeout_s} s")
     except MCPError as exc:
         said = endpoint.hidden(exc.message)[:MESSAGE_CHARS]

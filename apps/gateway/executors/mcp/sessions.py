@@ -8,18 +8,20 @@ a server may keep state per session, which one tenant must never see of another'
 Every end user with a token of their own has sessions of their own, so the cache is bounded:
 at most TOOLHUB_MCP_MAX_SESSIONS, the least recently used idle one closed past that, and any
 session idle for TOOLHUB_MCP_SESSION_IDLE_S closed by a sweeper. Closing a session ends the
-task holding it, which closes its HTTP client and so releases its sockets. A session a call
+task holding it, which closes its HTTP clients and so releases its sockets. A session a call
 is using is never closed under it; the cache may exceed its bound while all are in use.
 
-The SDK client is async and its sessions live in anyio task groups, which must be entered and
-left by one task: every session is held open by a task of its own on one background event
-loop (`Loop`), and callers submit coroutines to that loop and wait for them up to the
-tool's timeout. The cache is read and written only on the loop's thread, so needs no lock.
+Each session is held open by a task on the process's event loop (session.py). Tool calls are
+sent from the calling thread (`called`): an open session is lent to the call straight from
+`_LENDABLE`, and only a session still to be opened costs a hop to the loop (`lent`). The SDK's
+own requests (listing tools) run on the loop (`on_session`). The cache is read and written
+only on the loop's thread, so needs no lock; `_LENDABLE` is written there and read anywhere,
+and lending is counted under each session's lock.
 
 A call is sent once more, on a new session, only when nothing of it can have been applied
-(on_session): the server no longer knew the session, its request's connection was refused
-(the session's transport marks the call, whose context sends it), or it is a read.
-A serving process opens the sessions its granted tools use when it starts (opened, warm.py).
+(`_worth_sending_again`): the server no longer knew the session, its request's connection
+was refused, or it is a read. A serving process opens the sessions its granted tools use
+when it starts (opened, warm.py).
 """
 
 from __future__ import annotations
@@ -27,14 +29,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
-from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import TypeVar
 
 import httpx2
 from django.conf import settings
@@ -47,80 +46,16 @@ from apps.common.compat.mcp_client import negotiate_auto
 from apps.common.egress import EgressRefused
 
 from ..base import AnswerTooLarge
-from ..egress import AsyncEgressTransport
+from ..egress import AsyncEgressTransport, EgressTransport, deadline
+from .session import LOOP, SESSION_ID_HEADER, Progress, Session, SessionKey, SessionLost, leaf
 
 T = TypeVar("T")
 logger = logging.getLogger("toolhub.egress")
 # The SDK's defaults: a session's GET stream may stay quiet for minutes.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
-SESSION_ID_HEADER = "mcp-session-id"
+# How often a stopped session's holder looks whether the calls that have it are over.
+_RETIRE_POLL_S = 0.05
 
-
-
-class SessionKey(NamedTuple):
-    """Who may share a session: calls of one tenant to one URL with the same credential."""
-
-    tenant_id: int | None
-    url: str
-    headers: tuple[tuple[str, str], ...]
-
-
-class Loop:
-    """One event loop on a daemon thread, started on first use."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def submit(self, coroutine: Coroutine[Any, Any, T], *, timeout_s: float) -> T:
-        """The coroutine's result; FutureTimeout (the coroutine cancelled) after `timeout_s`."""
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._running())
-        try:
-            return future.result(timeout=timeout_s)
-        except FutureTimeout:
-            future.cancel()
-            raise
-
-    def _running(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                threading.Thread(target=self._loop.run_forever, name="toolhub-mcp", daemon=True).start()
-            return self._loop
-
-
-LOOP = Loop()
-
-
-@dataclass(eq=False)
-class Session:
-    """An initialized client session and the task holding it open."""
-
-    client: ClientSession
-    # Set when the server answered 404 to this session's id: it no longer knows the session
-    # (restarted, or expired it) and ran nothing of that request.
-    expired: asyncio.Event
-    transport: AsyncEgressTransport
-    # The session's HTTP client and endpoint, on which calls are sent (tool_call.py), and the
-    # id a server of the handshake revisions gave it (None on 2026-07-28, which has none).
-    http: httpx2.AsyncClient
-    url: str
-    session_id: str | None
-    stop: asyncio.Event = field(default_factory=asyncio.Event)
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-    error: BaseException | None = None
-
-    @property
-    def usable(self) -> bool:
-        return not (self.expired.is_set() or self.stop.is_set() or self.ended.is_set())
-
-
-class SessionLost(Exception):
-    """The session broke while a call was in flight."""
-
-    def __init__(self, cause: BaseException | None) -> None:
-        super().__init__(type(cause).__name__ if cause else "session closed")
-        self.cause = cause
 
 
 @dataclass(eq=False)
@@ -132,9 +67,22 @@ class _Cached:
     last_used: float = field(default_factory=time.monotonic)
 
     @property
+    def session(self) -> Session | None:
+        """The open session, None while it opens or when opening failed."""
+        task = self.opening
+        if not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
+
+    @property
     def broken(self) -> bool:
         task = self.opening
-        return task.done() and (task.cancelled() or task.exception() is not None or not task.result().usable)
+        return task.done() and ((session := self.session) is None or not session.usable)
+
+    @property
+    def idle_since(self) -> float:
+        session = self.session
+        return max(self.last_used, session.last_lent) if session else self.last_used
 
     def close(self) -> None:
         """Stop the session (now, or as soon as it is open): its holder closes the client."""
@@ -149,8 +97,10 @@ def _stop(opening: asyncio.Task[Session]) -> None:
         opening.result().stop.set()
 
 
-# Opening or open sessions, least recently used first; touched only on the loop's thread.
-_SESSIONS: OrderedDict[SessionKey, _Cached] = OrderedDict()
+# Opening or open sessions; touched only on the loop's thread.
+_SESSIONS: dict[SessionKey, _Cached] = {}
+# The open sessions calls may borrow from any thread (lent): written on the loop's thread only.
+_LENDABLE: dict[SessionKey, Session] = {}
 _SWEEPER: list[asyncio.Task[None]] = []
 
 
@@ -170,6 +120,10 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
 
     async def hold() -> None:
         session: Session | None = None
+        calls = httpx2.Client(
+            transport=EgressTransport(), headers=dict(headers), timeout=_HTTP_TIMEOUT, trust_env=False,
+            follow_redirects=False,
+        )
         try:
             async with (
                 httpx2.AsyncClient(
@@ -185,10 +139,13 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
                 # that does not answer it, so each upstream is spoken to on the newest it serves.
                 await negotiate_auto(client)
                 session = Session(
-                    client, expired, transport, http, url, session_ids[0] if session_ids else None
+                    client, expired, transport, http, url, session_ids[0] if session_ids else None,
+                    calls, asyncio.get_running_loop(),
                 )
                 ready.set_result(session)
                 await session.stop.wait()
+                # Closing ends the session on the server: not under a call that has it.
+                await _retired(session)
         except Exception as exc:  # noqa: BLE001 - a broken session, whatever broke it
             cause = leaf(exc)
             if not ready.done():
@@ -200,6 +157,8 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
                 ready.set_exception(SessionLost(None))
             if session is not None:
                 session.ended.set()
+                await _retired(session)
+            calls.close()
 
     holder = asyncio.create_task(hold())
     try:
@@ -213,25 +172,32 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
 _HOLDERS: set[asyncio.Task[None]] = set()
 
 
-def leaf(exc: BaseException) -> BaseException:
-    """The first error inside an exception group (anyio's task groups wrap them)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+async def _retired(session: Session) -> None:
+    """Once no call has the session, and none will be lent it."""
+    while not session.retire():
+        await asyncio.sleep(_RETIRE_POLL_S)
 
 
 def _trim() -> None:
     """Close the idle sessions past the bound (least recently used first) and those idle for
-    too long; forget broken ones."""
+    too long; forget broken ones. A session a call has is left for a later trim."""
     idle_limit = time.monotonic() - settings.TOOLHUB_MCP_SESSION_IDLE_S
     excess = len(_SESSIONS) - settings.TOOLHUB_MCP_MAX_SESSIONS
-    for key, cached in list(_SESSIONS.items()):
-        if cached.users:
+    for key, cached in sorted(_SESSIONS.items(), key=lambda item: item[1].idle_since):
+        if cached.users or not (excess > 0 or cached.idle_since < idle_limit or cached.broken):
             continue
-        if excess > 0 or cached.last_used < idle_limit or cached.broken:
-            del _SESSIONS[key]
-            cached.close()
-            excess -= 1
+        session = cached.session
+        if session is not None and not cached.broken and not session.retire():
+            continue
+        del _SESSIONS[key]
+        _forget_lendable(key, session)
+        cached.close()
+        excess -= 1
+
+
+def _forget_lendable(key: SessionKey, session: Session | None) -> None:
+    if session is not None and _LENDABLE.get(key) is session:
+        del _LENDABLE[key]
 
 
 async def _sweep() -> None:
@@ -247,12 +213,13 @@ def _cached(key: SessionKey) -> _Cached:
     arriving while it opens share the one handshake)."""
     cached = _SESSIONS.get(key)
     if cached is None or cached.broken:
+        if cached is not None:
+            _forget_lendable(key, cached.session)
         # In a context of its own: its handshake and stream belong to no one call.
         opening = asyncio.get_running_loop().create_task(
             _open(key.url, dict(key.headers)), context=contextvars.Context()
         )
         cached = _SESSIONS[key] = _Cached(opening)
-    _SESSIONS.move_to_end(key)
     if not _SWEEPER or _SWEEPER[0].done():
         _SWEEPER[:] = [asyncio.get_running_loop().create_task(_sweep())]
     return cached
@@ -270,20 +237,13 @@ async def _held(key: SessionKey) -> AsyncIterator[Session]:
             if _SESSIONS.get(key) is cached:
                 del _SESSIONS[key]
             raise
+        if _SESSIONS.get(key) is cached and session.usable:
+            _LENDABLE[key] = session
         yield session
     finally:
         cached.users -= 1
         cached.last_used = time.monotonic()
         _trim()
-
-
-@dataclass
-class Progress:
-    """How far one call got: `sent` once it was handed to an open session; `refused` when its
-    request's connection was refused, so the server read none of it."""
-
-    sent: bool = False
-    refused: bool = False
 
 
 # The call whose request the session's client is sending: a call is sent from the caller's
@@ -318,25 +278,83 @@ async def on_session(
         progress.sent = True
         try:
             return await _answered(session, request)
-        except MCPError as exc:
-            if session.expired.is_set():
-                retry = "the server no longer knew the session"
-            elif progress.refused:
-                retry = "the connection was refused"
-            elif readonly and exc.error.code == CONNECTION_CLOSED:
-                retry = "a read's answer broke off"
-            else:
+        except (MCPError, SessionLost) as exc:
+            if (retry := _worth_sending_again(session, exc, progress, readonly=readonly)) is None:
                 raise
-        except SessionLost as exc:
-            if isinstance(exc.cause, EgressRefused) or not (readonly or progress.refused):
-                raise
-            retry = f"the session broke ({exc})"
         session.stop.set()
-    logger.info("MCP session with %s made again, and the call sent once more: %s", _host(key.url), retry)
+    _made_again(key, retry)
     progress.sent = progress.refused = False
     async with _held(key) as session:
         progress.sent = True
         return await _answered(session, request)
+
+
+def called(
+    key: SessionKey, call: Callable[[Session], T], progress: Progress, *, readonly: bool, timeout_s: float
+) -> T:
+    """`call`'s answer, sent from this thread on the session lent for `key`, every step of it
+    within `timeout_s` (FutureTimeout while a session opens; httpx2's timeouts once sending);
+    once more on a new session as on_session sends a request again."""
+    ends = time.monotonic() + timeout_s
+    with deadline(timeout_s):
+        with lent(key, timeout_s=timeout_s) as session:
+            progress.sent = True
+            try:
+                return call(session)
+            except (MCPError, SessionLost) as exc:
+                if (retry := _worth_sending_again(session, exc, progress, readonly=readonly)) is None:
+                    raise
+            session.give_up()
+        _made_again(key, retry)
+        progress.sent = progress.refused = False
+        with lent(key, timeout_s=max(ends - time.monotonic(), 0.0)) as session:
+            progress.sent = True
+            return call(session)
+
+
+def _worth_sending_again(
+    session: Session, exc: MCPError | SessionLost, progress: Progress, *, readonly: bool
+) -> str | None:
+    """Why a request that failed so can be sent once more on a new session, None when it may
+    have been applied: the server no longer knew the session (HTTP 404 on its id: a restart,
+    or an expiry; it ran nothing), the connection of its request was refused (the server read
+    none of it), or the call is readonly and its session broke or its answer broke off."""
+    if isinstance(exc, SessionLost):
+        if isinstance(exc.cause, EgressRefused) or not (readonly or progress.refused):
+            return None
+        return f"the session broke ({exc})"
+    if session.unknown_to_server or session.expired.is_set():
+        return "the server no longer knew the session"
+    if progress.refused:
+        return "the connection was refused"
+    if readonly and exc.error.code == CONNECTION_CLOSED:
+        return "a read's answer broke off"
+    return None
+
+
+def _made_again(key: SessionKey, why: str) -> None:
+    logger.info("MCP session with %s made again, and the call sent once more: %s", _host(key.url), why)
+
+
+@contextmanager
+def lent(key: SessionKey, *, timeout_s: float) -> Iterator[Session]:
+    """The open session for `key`, lent to a call made on this thread while the block runs;
+    opened on the loop first when there is none (FutureTimeout past `timeout_s`). Raises
+    SessionLost when the session opened broke before it could be lent."""
+    session = _LENDABLE.get(key)
+    if session is None or not session.lend():
+        session = LOOP.submit(_opened(key), timeout_s=timeout_s)
+        if not session.lend():
+            raise SessionLost(session.error)
+    try:
+        yield session
+    finally:
+        session.give_back()
+
+
+async def _opened(key: SessionKey) -> Session:
+    async with _held(key) as session:
+        return session
 
 
 def _host(url: str) -> str:

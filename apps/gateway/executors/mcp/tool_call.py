@@ -1,4 +1,4 @@
-"""One `tools/call` on an open session, sent by ToolHub as one POST on the session's client.
+"""One `tools/call` on an open session, sent by ToolHub as one POST from the calling thread.
 
 The SDK's `ClientSession.call_tool` cost more CPU than the HTTP request it makes: under a
 federated load, pydantic models of the request and of every message, the JSON-RPC
@@ -6,19 +6,26 @@ dispatcher's anyio streams and a task per POST, and on each session's first call
 a `tools/list`, to check the answer against the output schema the server lists now. The
 session stays the SDK's (sessions.py: its revision, negotiated by the SDK, and its id); the
 call is put on the wire as the SDK would put it (stamped_headers: the revision's `_meta` and
-headers), through the session's own HTTP client (the egress transport, the answer limit, the
-404 that marks the session expired), and its answer is read as the SDK's transport reads it:
+headers), on the session's client for calls (sessions.py: the session's headers, the egress
+transport, the answer limit; a redirect followed only within the endpoint's origin, as the
+SDK follows one), on the calling thread: the hop to the session's event loop and back, and
+an async request there, cost a federated call more CPU than the rest of the exchange. Its
+answer is read as the SDK's transport reads it:
 
 - a JSON answer, or an SSE stream whose first JSON-RPC response or error is the answer
   (notifications on the way are dropped; a request of the server is declined);
 - 202, a redirect off the endpoint's origin, or another content type: invalid request; an
   HTTP error: its JSON-RPC error when it has one, else 404 is "session terminated" (a server
-  of session ids) or "not found", any other "server returned an error response";
+  of session ids, which no longer knows the session: it ran nothing) or "not found", any
+  other "server returned an error response";
 - an answer that is not JSON-RPC: a parse error; a stream that ends or breaks without an
   answer: connection closed (a stream is not resumed: a read is sent again, a write is
   `unknown`, on_session);
 - a result other than a complete one (input required, an extension's), or a connection that
-  breaks: the session is stopped and SessionLost raised, as the SDK's session ending would.
+  breaks: the session is given up and SessionLost raised, as the SDK's session ending would
+  (a connection refused marks the call's Progress: the server read none of it);
+- past the deadline of the call (egress.deadline), httpx2's timeout; past the answer limit,
+  AnswerTooLarge.
 
 What the answer's structured content is worth is checked by ToolHub against the version's
 reviewed output schema (pipeline/output.py), not against what the server lists today.
@@ -28,6 +35,8 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx2
@@ -43,9 +52,11 @@ from mcp_types import (
     CallToolResult,
 )
 
-from apps.common.compat.mcp_client import stamped_headers, stream_within_origin
+from apps.common.compat.mcp_client import next_request_within_origin, stamped_headers
 
-from .sessions import SESSION_ID_HEADER, Session, SessionLost, leaf
+from ..answer_limit import ResponseTooLarge
+from ..base import AnswerTooLarge
+from .session import SESSION_ID_HEADER, Progress, Session, SessionLost, leaf
 
 # The SDK's bound on one event of an SSE answer.
 SSE_EVENT_BYTES = 1024 * 1024
@@ -54,15 +65,23 @@ _CONTENT = {"accept": "application/json, text/event-stream", "content-type": "ap
 _IDS = itertools.count(1)
 
 
-async def call_on(session: Session, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+def call_on(session: Session, tool: str, arguments: dict[str, Any], progress: Progress) -> CallToolResult:
     """The server's result of `tool` called with `arguments`. Raises MCPError (the server's
-    JSON-RPC error, or one standing for an answer that never came whole) or SessionLost."""
+    JSON-RPC error, or one standing for an answer that never came whole), SessionLost,
+    AnswerTooLarge, or httpx2's timeout past the call's deadline."""
     try:
-        return CallToolResult.model_validate(_complete(await _answered(session, tool, arguments)))
+        return CallToolResult.model_validate(_complete(_answered(session, tool, arguments, progress)))
     except MCPError:
         raise
+    except ResponseTooLarge as exc:
+        raise AnswerTooLarge(exc.limit) from None
+    except httpx2.TimeoutException as exc:
+        if not progress.refused:
+            raise  # after sending
+        session.give_up()
+        raise SessionLost(exc) from None
     except Exception as exc:  # noqa: BLE001 - the connection or the answer broke: the session with it
-        session.stop.set()
+        session.give_up()
         raise SessionLost(leaf(exc)) from None
 
 
@@ -76,12 +95,43 @@ def _headers(session: Session) -> dict[str, str]:
     return headers
 
 
-async def _answered(session: Session, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+@contextmanager
+def _posted(
+    session: Session, body: dict[str, Any], headers: dict[str, str], progress: Progress | None = None
+) -> Iterator[httpx2.Response]:
+    """The answer to `body` POSTed on the session's client for calls, a redirect followed only
+    as the SDK follows one (within the endpoint's origin, at most max_redirects). A request
+    that got no connection marks `progress` refused: the server read none of it."""
+    client = session.calls
+    request = client.build_request("POST", session.url, json=body, headers=headers)
+    followed = 0
+    while True:
+        try:
+            response = client.send(request, stream=True, follow_redirects=False)
+        except (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout):
+            if progress is not None:
+                progress.refused = True
+            raise
+        next_request = next_request_within_origin(response)
+        if next_request is None or followed == client.max_redirects:
+            break
+        try:
+            response.read()  # the connection goes back to the pool
+        finally:
+            response.close()
+        request = next_request
+        followed += 1
+    try:
+        yield response
+    finally:
+        response.close()
+
+
+def _answered(session: Session, tool: str, arguments: dict[str, Any], progress: Progress) -> dict[str, Any]:
     data: dict[str, Any] = {"method": "tools/call", "params": {"name": tool, "arguments": arguments}}
     headers = {**_headers(session), **stamped_headers(session.client, data)}
     body = {"jsonrpc": "2.0", "id": f"toolhub-{next(_IDS)}", **data}
-    post = stream_within_origin(session.http, "POST", session.url, json=body, headers=headers)
-    async with post as response:
+    with _posted(session, body, headers, progress) as response:
         status = response.status_code
         if status == 202:
             raise MCPError(INVALID_REQUEST, "server answered a request with 202 Accepted")
@@ -89,37 +139,42 @@ async def _answered(session: Session, tool: str, arguments: dict[str, Any]) -> d
             raise MCPError(INVALID_REQUEST, f"Redirect to {location} not followed")
         content_type = response.headers.get("content-type", "").lower()
         if status >= 400:
-            raise await _http_error(session, response, content_type)
+            raise _http_error(session, response, content_type)
         if content_type.startswith("application/json"):
             try:
-                message = json.loads(await response.aread())
+                message = json.loads(response.read())
             except (httpx2.StreamError, ValueError) as exc:
+                if isinstance(exc, ResponseTooLarge):
+                    raise
                 raise MCPError(PARSE_ERROR, f"Failed to parse JSON response: {exc}") from None
             return _result_of(message)
         if content_type.startswith("text/event-stream"):
-            return await _streamed(session, response)
+            return _streamed(session, response)
         raise MCPError(INVALID_REQUEST, f"Unexpected content type: {content_type}")
 
 
-async def _http_error(session: Session, response: httpx2.Response, content_type: str) -> MCPError:
+def _http_error(session: Session, response: httpx2.Response, content_type: str) -> MCPError:
+    unknown_session = response.status_code == 404 and bool(session.session_id)
+    if unknown_session:
+        session.give_up(unknown_to_server=True)
     if content_type.startswith("application/json"):
         try:
-            message = json.loads(await response.aread())
+            message = json.loads(response.read())
         except (httpx2.StreamError, ValueError):
             message = None
         if isinstance(message, dict) and isinstance(error := message.get("error"), dict):
             return _error(error)
+    if unknown_session:
+        return MCPError(INVALID_REQUEST, "Session terminated")
     if response.status_code == 404:
-        if session.session_id:
-            return MCPError(INVALID_REQUEST, "Session terminated")
         return MCPError(METHOD_NOT_FOUND, "Not Found")
     return MCPError(INTERNAL_ERROR, "Server returned an error response")
 
 
-async def _streamed(session: Session, response: httpx2.Response) -> dict[str, Any]:
+def _streamed(session: Session, response: httpx2.Response) -> dict[str, Any]:
     """The answer on an SSE stream: its first JSON-RPC response or error."""
     try:
-        async for event in EventSource(response, max_event_size=SSE_EVENT_BYTES):
+        for event in EventSource(response, max_event_size=SSE_EVENT_BYTES):
             if event.event != "message" or not event.data:
                 continue
             try:
@@ -128,17 +183,17 @@ async def _streamed(session: Session, response: httpx2.Response) -> dict[str, An
                 raise MCPError(PARSE_ERROR, f"Failed to parse SSE message: {exc}") from None
             if isinstance(message, dict) and "method" in message:
                 if "id" in message:
-                    await _decline(session, message)
+                    _decline(session, message)
                 continue
             return _result_of(message)
-    except MCPError:
+    except (MCPError, ResponseTooLarge, httpx2.TimeoutException):
         raise
     except Exception as exc:  # noqa: BLE001 - whatever broke the stream, no answer came
         raise MCPError(CONNECTION_CLOSED, f"SSE stream failed: {type(leaf(exc)).__name__}") from None
     raise MCPError(CONNECTION_CLOSED, "SSE stream ended without a response")
 
 
-async def _decline(session: Session, request: dict[str, Any]) -> None:
+def _decline(session: Session, request: dict[str, Any]) -> None:
     """Answer a request of the server made during a call: a ping, or no for anything else
     (ToolHub offers a server no sampling, elicitation or roots)."""
     if request["method"] == "ping":
@@ -146,8 +201,7 @@ async def _decline(session: Session, request: dict[str, Any]) -> None:
     else:
         answer = {"jsonrpc": "2.0", "id": request["id"],
                   "error": {"code": METHOD_NOT_FOUND, "message": f"{request['method']} is not offered"}}
-    headers = _headers(session)
-    async with stream_within_origin(session.http, "POST", session.url, json=answer, headers=headers):
+    with _posted(session, answer, _headers(session)):
         pass
 
 

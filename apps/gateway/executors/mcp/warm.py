@@ -16,7 +16,8 @@ from apps.upstreams.selectors import upstream_for_call
 
 from ..egress import destination_refusal
 from .executor import endpoint_of, session_key
-from .sessions import LOOP, SessionKey, opened
+from .session import LOOP, SessionKey
+from .sessions import opened
 
 
 @dataclass(frozen=True)

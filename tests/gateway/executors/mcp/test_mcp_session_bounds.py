@@ -110,3 +110,19 @@ def test_two_tenants_never_share_a_session_to_the_same_url(api, agent, shipping)
     # then: one session per tenant, each reused
     assert [body["status"] for body in bodies] == ["ok"] * 4
     assert shipping.initializes == 2
+
+
+def test_a_session_is_not_closed_under_a_call_that_has_it(api, agent, shipping, shipping_upstream, settings):
+    # given: sessions idle for a twentieth of a second are closed, and a write the server takes
+    # a second to answer (sent from the calling thread, the session lent to it meanwhile)
+    mcp_tool(agent, "schedule_pickup", side_effect="write", timeout_s=5)
+    settings.TOOLHUB_MCP_SESSION_IDLE_S = 0.05
+    shipping.pickup_delay_s = 1.0
+
+    # when
+    body = invoke(api, "schedule_pickup", {"shipment_id": "s-1"}).json()
+
+    # then: its session stayed open until it answered; the write is applied, once, and known
+    assert body["status"] == "ok", body
+    assert shipping.pickups == ["s-1"]
+    assert shipping.initializes == 1
