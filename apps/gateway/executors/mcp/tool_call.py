@@ -85,6 +85,20 @@ def call_on(session: Session, tool: str, arguments: dict[str, Any], progress: Pr
         raise SessionLost(leaf(exc)) from None
 
 
+def ping_on(session: Session) -> None:
+    """A `ping` on the session's client for calls, its answer read: the client's first
+    connection is made then, not by the first call. Raises what the POST raises."""
+    with _posted(session, *_stamped(session, {"method": "ping", "params": {}})) as response:
+        response.read()
+
+
+def _stamped(session: Session, data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The request `data` (method and params) as the session's revision sends it: its
+    JSON-RPC body and headers."""
+    headers = {**_headers(session), **stamped_headers(session.client, data)}
+    return {"jsonrpc": "2.0", "id": f"toolhub-{next(_IDS)}", **data}, headers
+
+
 def _headers(session: Session) -> dict[str, str]:
     """What every POST on the session carries; a request adds what its stamp says."""
     headers = dict(_CONTENT)
@@ -128,9 +142,8 @@ def _posted(
 
 
 def _answered(session: Session, tool: str, arguments: dict[str, Any], progress: Progress) -> dict[str, Any]:
-    data: dict[str, Any] = {"method": "tools/call", "params": {"name": tool, "arguments": arguments}}
-    headers = {**_headers(session), **stamped_headers(session.client, data)}
-    body = {"jsonrpc": "2.0", "id": f"toolhub-{next(_IDS)}", **data}
+    call = {"method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    body, headers = _stamped(session, call)
     with _posted(session, body, headers, progress) as response:
         status = response.status_code
         if status == 202:

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -22,6 +23,7 @@ from tests.factories import SubjectCredentialFactory, UpstreamFactory
 from tests.gateway.conftest import invoke
 from tests.gateway.mcp_tools import mcp_tool
 from tests.gunicorn_conf import gunicorn_conf
+from tests.listeners import open_connections_to
 from tests.mcp_upstream import free_port
 
 pytestmark = pytest.mark.django_db
@@ -51,11 +53,14 @@ def test_a_granted_tools_upstream_has_its_session_before_the_first_call(
     # when: the process starts
     mcp_sessions_warm()
 
-    # then: the handshake happened then, and the first call reuses that session
+    # then: the handshake happened then, and the first call reuses that session and its
+    # connections
     assert shipping.initializes == 1
+    connections = open_connections_to(int(urlsplit(shipping.url).port or 0))
     body = invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()
     assert body["status"] == "ok"
     assert shipping.initializes == 1
+    assert open_connections_to(int(urlsplit(shipping.url).port or 0)) == connections
     assert _counts(warm_log) == ["MCP sessions opened at start: 1, 0 skipped,"]
 
 
