@@ -246,9 +246,8 @@ async def _held(key: SessionKey) -> AsyncIterator[Session]:
         _trim()
 
 
-# The call whose request the session's client is sending: a call is sent from the caller's
-# task (tool_call.py; the SDK's requests from a task in its context), so the transport can tell
-# that call what happened.
+# The request the session's async client is sending (the SDK's own, on_session's: listing
+# tools), from a task in its context, so the transport can tell it its connection was refused.
 _CALLING: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("mcp_calling", default=None)
 
 
