@@ -75,6 +75,8 @@ MESSAGE_CHARS = 300
 DATA_CHARS = 200
 # JSON-RPC errors that refuse a request before it runs; any other may come after the tool ran.
 REFUSAL_CODES = frozenset({INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS})
+# No answer within the call's timeout: no session yet (the loop's), or none to the POST.
+_TIMED_OUT = (FutureTimeout, httpx2.TimeoutException)
 # The one argument a status tool is called with.
 STATUS_ARGUMENT = "idempotency_key"
 
@@ -227,7 +229,7 @@ def run_mcp(request: ExecutionRequest) -> Any:
             key, str(request.config["tool"]), _call_arguments(request), progress, readonly=request.readonly,
             timeout_s=request.timeout_s,
         )
-    except (FutureTimeout, httpx2.TimeoutException):
+    except _TIMED_OUT:
         if not progress.sent:
             raise ExecutionNotSent(
                 f"no session with {request.tool_name}'s provider within {request.timeout_s} s"
@@ -362,7 +364,7 @@ def reconcile_mcp(request: ExecutionRequest) -> ReconcileAnswer:
             key, upstream.status_tool, {STATUS_ARGUMENT: request.idempotency_key}, Progress(), readonly=True,
             timeout_s=request.timeout_s,
         )
-    except (FutureTimeout, httpx2.TimeoutException):
+    except _TIMED_OUT:
         return ReconcileAnswer(found=None, note=f"{asked} did not answer within {request.timeout_s} s")
     except MCPError as exc:
         said = endpoint.hidden(exc.message)[:MESSAGE_CHARS]

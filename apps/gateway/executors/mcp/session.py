@@ -73,13 +73,12 @@ class Session:
     """
 
     client: ClientSession
-    # Set when the server answered 404 to this session's id: it no longer knows the session
-    # (restarted, or expired it) and ran nothing of that request.
-    expired: asyncio.Event
+    # Set, from any thread, when the server answered 404 to this session's id: it no longer
+    # knows the session (restarted, or expired it) and ran nothing of that request.
+    expired: threading.Event
+    # The transport of the SDK's requests; the endpoint, and the id a server of the handshake
+    # revisions gave the session (None on 2026-07-28, which has none).
     transport: AsyncEgressTransport
-    # The session's HTTP client and endpoint, on which the SDK's requests are sent, and the
-    # id a server of the handshake revisions gave it (None on 2026-07-28, which has none).
-    http: httpx2.AsyncClient
     url: str
     session_id: str | None
     calls: httpx2.Client
@@ -89,7 +88,6 @@ class Session:
     error: BaseException | None = None
     # Set from any thread: a call found the session broken, or unknown to the server.
     given_up: bool = False
-    unknown_to_server: bool = False
     # Calls that have it now, when the last one gave it back, and whether it is being closed
     # (lent to no call again); under `lock`, as calls come from any thread.
     lent_to: int = 0
@@ -103,10 +101,9 @@ class Session:
             self.given_up or self.expired.is_set() or self.stop.is_set() or self.ended.is_set()
         )
 
-    def give_up(self, *, unknown_to_server: bool = False) -> None:
+    def give_up(self) -> None:
         """From any thread: lend the session to no further call, and have its holder close it
         once the calls that have it are over."""
-        self.unknown_to_server = self.unknown_to_server or unknown_to_server
         self.given_up = True
         self.loop.call_soon_threadsafe(self.stop.set)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -107,7 +108,7 @@ _SWEEPER: list[asyncio.Task[None]] = []
 async def _open(url: str, headers: Mapping[str, str]) -> Session:
     ready: asyncio.Future[Session] = asyncio.get_running_loop().create_future()
 
-    expired = asyncio.Event()
+    expired = threading.Event()
     session_ids: list[str] = []
 
     async def on_response(response: httpx2.Response) -> None:
@@ -139,7 +140,7 @@ async def _open(url: str, headers: Mapping[str, str]) -> Session:
                 # that does not answer it, so each upstream is spoken to on the newest it serves.
                 await negotiate_auto(client)
                 session = Session(
-                    client, expired, transport, http, url, session_ids[0] if session_ids else None,
+                    client, expired, transport, url, session_ids[0] if session_ids else None,
                     calls, asyncio.get_running_loop(),
                 )
                 ready.set_result(session)
@@ -322,7 +323,7 @@ def _worth_sending_again(
         if isinstance(exc.cause, EgressRefused) or not (readonly or progress.refused):
             return None
         return f"the session broke ({exc})"
-    if session.unknown_to_server or session.expired.is_set():
+    if session.expired.is_set():
         return "the server no longer knew the session"
     if progress.refused:
         return "the connection was refused"

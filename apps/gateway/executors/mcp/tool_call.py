@@ -169,7 +169,8 @@ def _answered(session: Session, tool: str, arguments: dict[str, Any], progress: 
 def _http_error(session: Session, response: httpx2.Response, content_type: str) -> MCPError:
     unknown_session = response.status_code == 404 and bool(session.session_id)
     if unknown_session:
-        session.give_up(unknown_to_server=True)
+        session.expired.set()
+        session.give_up()
     if content_type.startswith("application/json"):
         try:
             message = json.loads(response.read())

@@ -16,10 +16,10 @@ from apps.upstreams.errors import SubjectCredentialMissing, UpstreamNotFound
 from apps.upstreams.models import UpstreamKind
 from apps.upstreams.selectors import upstream_for_call
 
-from ..egress import deadline, destination_refusal
+from ..egress import destination_refusal
 from .executor import endpoint_of, session_key
-from .session import LOOP, SessionKey
-from .sessions import lent, opened
+from .session import LOOP, Progress, SessionKey
+from .sessions import called, opened
 from .tool_call import ping_on
 
 logger = logging.getLogger("toolhub.egress")
@@ -85,7 +85,6 @@ def _connected_for_calls(key: SessionKey, name: str, *, timeout_s: float) -> Non
     """Ping on the session's client for calls; a server that does not answer it is left to
     connect on its first call."""
     try:
-        with deadline(timeout_s), lent(key, timeout_s=timeout_s) as session:
-            ping_on(session)
+        called(key, ping_on, Progress(), readonly=True, timeout_s=timeout_s)
     except Exception as exc:  # noqa: BLE001 - the first call connects, as it would have
         logger.info("MCP upstream %s: no connection for calls at start (%s)", name, type(exc).__name__)

@@ -56,11 +56,12 @@ def test_a_granted_tools_upstream_has_its_session_before_the_first_call(
     # then: the handshake happened then, and the first call reuses that session and its
     # connections
     assert shipping.initializes == 1
-    connections = open_connections_to(int(urlsplit(shipping.url).port or 0))
+    port = int(urlsplit(shipping.url).port or 0)
+    connections = open_connections_to(port)
     body = invoke(api, "track_shipment", {"shipment_id": "s-1"}).json()
     assert body["status"] == "ok"
     assert shipping.initializes == 1
-    assert open_connections_to(int(urlsplit(shipping.url).port or 0)) == connections
+    assert open_connections_to(port) == connections
     assert _counts(warm_log) == ["MCP sessions opened at start: 1, 0 skipped,"]
 
 
